@@ -1,0 +1,55 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let strictSettings: [SwiftSetting] = [
+  .enableUpcomingFeature("InternalImportsByDefault"),
+  .enableUpcomingFeature("ExistentialAny"),
+  .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+  name: "Pushline",
+  platforms: [.macOS(.v15)],
+  products: [
+    .library(name: "PushlineWire", targets: ["PushlineWire"]),
+    .library(name: "PushlineSchema", targets: ["PushlineSchema"]),
+    .library(name: "PushlineTesting", targets: ["PushlineTesting"]),
+    .library(name: "PushlineCLI", targets: ["PushlineCLI"]),
+    .executable(name: "pushline", targets: ["pushline"]),
+  ],
+  dependencies: [
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+  ],
+  targets: [
+    .target(name: "PushlineWire", swiftSettings: strictSettings),
+    .target(name: "PushlineSchema", dependencies: ["PushlineWire"], swiftSettings: strictSettings),
+    .target(name: "PushlineTesting", dependencies: ["PushlineWire", "PushlineSchema"], swiftSettings: strictSettings),
+    .target(
+      name: "PushlineCLI",
+      dependencies: [
+        "PushlineWire",
+        "PushlineSchema",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ],
+      swiftSettings: strictSettings
+    ),
+    .executableTarget(
+      name: "pushline",
+      dependencies: ["PushlineCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+      swiftSettings: strictSettings
+    ),
+    .testTarget(name: "PushlineWireTests", dependencies: ["PushlineWire"], swiftSettings: strictSettings),
+    .testTarget(
+      name: "PushlineSchemaTests",
+      dependencies: ["PushlineWire", "PushlineSchema", "PushlineTesting", "PushlineCLI"],
+      resources: [.copy("Fixtures")],
+      swiftSettings: strictSettings
+    ),
+    .testTarget(
+      name: "PushlineCLITests",
+      dependencies: ["PushlineWire", "PushlineSchema", "PushlineCLI"],
+      swiftSettings: strictSettings
+    ),
+  ],
+  swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,59 @@
+import ArgumentParser
+import PushlineSchema
+import PushlineWire
+
+/// `pushline dump`: decodes bytes as a named message type and prints it.
+struct DumpCommand: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "dump",
+    abstract: "Decode a message and print it readably, or as protobuf's canonical JSON.",
+    discussion: """
+      Reads the bytes from FILE, from standard input, or from --hex. On bytes that do not \
+      decode it names the problem and its byte offset and exits with status 1.
+      """
+  )
+
+  @OptionGroup var type: MessageTypeOption
+
+  @Flag(help: "Print protobuf's canonical JSON mapping instead of the text form.")
+  var json = false
+
+  @Option(help: "The bytes as hex on the command line (white space and ':' ignored).")
+  var hex: String?
+
+  @Argument(help: "A file holding the bytes; '-' or none reads standard input.")
+  var file: String?
+
+  func validate() throws {
+    if hex != nil, file != nil { throw ValidationError("give either --hex or a file, not both") }
+  }
+
+  func run() async throws {
+    let bytes: [UInt8]
+    if let hex {
+      guard let decoded = Hex.decode(hex) else { throw ValidationError("--hex is not an even number of hex digits") }
+      bytes = decoded
+    } else {
+      bytes = try InputSource.read(path: file)
+    }
+    let message: any ReflectableMessage
+    do {
+      message = try type.messageType.init(serializedBytes: bytes, options: DecodingOptions())
+    } catch {
+      throw CommandFailure("\(type.messageType.protoName): \(error)\n\(Self.context(of: bytes, at: error.offset))")
+    }
+    print(json ? ProtoJSON.encode(message, pretty: true) : TextDump.render(message), terminator: json ? "\n" : "")
+  }
+
+  /// The bytes around `offset`, with the offending one marked, to show where decoding stopped.
+  static func context(of bytes: [UInt8], at offset: Int) -> String {
+    let start = max(0, offset - 8)
+    let end = min(bytes.count, offset + 8)
+    guard start < end else { return "  (input is \(bytes.count) bytes)" }
+    let cells = (start..<end).map { index in
+      let cell = Hex.encode([bytes[index]])
+      return index == offset ? "[\(cell)]" : cell
+    }
+    return "  bytes \(start)..<\(end): \(cells.joined(separator: " "))" + (offset >= bytes.count ? " [end]" : "")
+  }
+}

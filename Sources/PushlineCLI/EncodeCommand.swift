@@ -1,0 +1,45 @@
+import ArgumentParser
+import Foundation
+import PushlineSchema
+import PushlineWire
+
+/// `pushline encode`: reads a message as protobuf JSON and writes its wire bytes — the other
+/// half of the edit-and-replay loop with `dump --json`.
+struct EncodeCommand: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "encode",
+    abstract: "Read a message as protobuf JSON and write its wire bytes.",
+    discussion: "Reads FILE or standard input. Required fields must be present."
+  )
+
+  @OptionGroup var type: MessageTypeOption
+
+  @Flag(help: "Write the bytes as hex text instead of raw bytes.")
+  var hex = false
+
+  @Option(name: .shortAndLong, help: "Write to this file instead of standard output.")
+  var output: String?
+
+  @Argument(help: "A file holding the JSON; '-' or none reads standard input.")
+  var file: String?
+
+  func run() async throws {
+    let input = try InputSource.read(path: file)
+    guard let text = String(validating: input, as: UTF8.self) else { throw CommandFailure("input is not UTF-8") }
+    let message: any ReflectableMessage
+    do {
+      message = try ProtoJSON.decode(type.messageType, from: text)
+    } catch {
+      throw CommandFailure("\(type.messageType.protoName): \(error)")
+    }
+    let bytes = message.serializedBytes()
+    let data = hex ? Data((Hex.encode(bytes) + "\n").utf8) : Data(bytes)
+    if let output {
+      guard FileManager.default.createFile(atPath: output, contents: data) else {
+        throw CommandFailure("cannot write \(output)")
+      }
+    } else {
+      FileHandle.standardOutput.write(data)
+    }
+  }
+}
