@@ -36,13 +36,20 @@ struct DumpCommand: AsyncParsableCommand {
     } else {
       bytes = try InputSource.read(path: file)
     }
+    print(try Self.render(bytes, as: type.messageType, json: json), terminator: "")
+  }
+
+  /// What `dump` prints for `bytes`: the text form, or pretty JSON; both end with a newline.
+  ///
+  /// - Throws: `CommandFailure` naming the decoding error, its offset and the bytes around it.
+  static func render(_ bytes: [UInt8], as type: any ReflectableMessage.Type, json: Bool) throws -> String {
     let message: any ReflectableMessage
     do {
-      message = try type.messageType.init(serializedBytes: bytes, options: DecodingOptions())
+      message = try type.init(serializedBytes: bytes, options: DecodingOptions())
     } catch {
-      throw CommandFailure("\(type.messageType.protoName): \(error)\n\(Self.context(of: bytes, at: error.offset))")
+      throw CommandFailure("\(type.protoName): \(error)\n\(context(of: bytes, at: error.offset))")
     }
-    print(json ? ProtoJSON.encode(message, pretty: true) : TextDump.render(message), terminator: json ? "\n" : "")
+    return json ? ProtoJSON.encode(message, pretty: true) + "\n" : TextDump.render(message)
   }
 
   /// The bytes around `offset`, with the offending one marked, to show where decoding stopped.

@@ -26,13 +26,7 @@ struct EncodeCommand: AsyncParsableCommand {
   func run() async throws {
     let input = try InputSource.read(path: file)
     guard let text = String(validating: input, as: UTF8.self) else { throw CommandFailure("input is not UTF-8") }
-    let message: any ReflectableMessage
-    do {
-      message = try ProtoJSON.decode(type.messageType, from: text)
-    } catch {
-      throw CommandFailure("\(type.messageType.protoName): \(error)")
-    }
-    let bytes = message.serializedBytes()
+    let bytes = try Self.encode(json: text, as: type.messageType)
     let data = hex ? Data((Hex.encode(bytes) + "\n").utf8) : Data(bytes)
     if let output {
       guard FileManager.default.createFile(atPath: output, contents: data) else {
@@ -40,6 +34,17 @@ struct EncodeCommand: AsyncParsableCommand {
       }
     } else {
       FileHandle.standardOutput.write(data)
+    }
+  }
+
+  /// The wire bytes of the message `text` describes in protobuf JSON.
+  ///
+  /// - Throws: `CommandFailure` naming the JSON syntax error's offset or the mapping error's path.
+  static func encode(json text: String, as type: any ReflectableMessage.Type) throws -> [UInt8] {
+    do {
+      return try ProtoJSON.decode(type, from: text).serializedBytes()
+    } catch {
+      throw CommandFailure("\(type.protoName): \(error)")
     }
   }
 }

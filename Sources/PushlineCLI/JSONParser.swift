@@ -138,7 +138,9 @@ public struct JSONParser {
     let integerStart = index
     let integerDigits = digits(&self)
     guard integerDigits > 0 else { throw error("expected a digit") }
-    guard integerDigits == 1 || bytes[integerStart] != UInt8(ascii: "0") else { throw error("leading zero") }
+    guard integerDigits == 1 || bytes[integerStart] != UInt8(ascii: "0") else {
+      throw SyntaxError(message: "leading zero", offset: integerStart)
+    }
     if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
       index += 1
       guard digits(&self) > 0 else { throw error("expected a digit after '.'") }

@@ -49,11 +49,10 @@ extension ProtoJSON {
     func fail(_ message: String) -> MappingError { MappingError(path: path, message: message) }
     switch type {
     case .double:
-      return .double(try floatingPoint(json, path: path))
+      return .double(try floatingPoint(json, as: Double.self, path: path))
     case .float:
-      let value = try floatingPoint(json, path: path)
-      guard !value.isFinite || abs(value) <= Double(Float.greatestFiniteMagnitude) else { throw fail("out of range for float") }
-      return .float(Float(value))
+      // Parsed straight to Float: going through Double would round twice.
+      return .float(try floatingPoint(json, as: Float.self, path: path))
     case .int64, .sint64:
       guard let value = Int64(exactly: try integer(json, path: path)) else { throw fail("out of range for int64") }
       return .int64(value)
@@ -87,16 +86,18 @@ extension ProtoJSON {
     }
   }
 
-  private static func floatingPoint(_ json: JSONValue, path: String) throws(MappingError) -> Double {
+  private static func floatingPoint<F: BinaryFloatingPoint & LosslessStringConvertible>(
+    _ json: JSONValue, as: F.Type, path: String
+  ) throws(MappingError) -> F {
     switch json {
     case .number(let text):
-      guard let value = Double(text), value.isFinite else { throw MappingError(path: path, message: "number out of range") }
+      guard let value = F(text), value.isFinite else { throw MappingError(path: path, message: "number out of range") }
       return value
     case .string("NaN"): return .nan
     case .string("Infinity"): return .infinity
     case .string("-Infinity"): return -.infinity
     case .string(let text):
-      guard let value = Double(text), value.isFinite, text.first != "+" else {
+      guard let value = F(text), value.isFinite, text.first != "+" else {
         throw MappingError(path: path, message: "expected a number")
       }
       return value

@@ -32,10 +32,10 @@ enum UnknownFieldsDump {
         output += "\(prefix) \(value)" + (value >> 63 == 1 ? " (\(Int64(bitPattern: value)))" : "") + "    # unknown\n"
       case .fixed64:
         let value = try reader.readFixed64()
-        output += "\(prefix) 0x\(String(value, radix: 16)) (\(Double(bitPattern: value)))    # unknown\n"
+        output += "\(prefix) 0x\(Hex.encode(withUnsafeBytes(of: value.bigEndian, Array.init))) (\(Double(bitPattern: value)))    # unknown\n"
       case .fixed32:
         let value = try reader.readFixed32()
-        output += "\(prefix) 0x\(String(value, radix: 16)) (\(Float(bitPattern: value)))    # unknown\n"
+        output += "\(prefix) 0x\(Hex.encode(withUnsafeBytes(of: value.bigEndian, Array.init))) (\(Float(bitPattern: value)))    # unknown\n"
       case .lengthDelimited:
         let bytes = try reader.readBytes()
         let text = String(validating: bytes, as: UTF8.self).map { " " + ProtoJSON.quoted($0) } ?? ""
