@@ -46,6 +46,11 @@ let package = Package(
       swiftSettings: strictSettings
     ),
     .testTarget(
+      name: "PushlineCompatTests",
+      dependencies: ["PushlineWire", "PushlineSchema", "PushlineTesting", "PushlineCLI"],
+      swiftSettings: strictSettings
+    ),
+    .testTarget(
       name: "PushlineCLITests",
       dependencies: ["PushlineWire", "PushlineSchema", "PushlineCLI"],
       swiftSettings: strictSettings

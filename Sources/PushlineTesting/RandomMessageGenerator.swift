@@ -131,10 +131,10 @@ public struct RandomMessageGenerator: Sendable {
 
   private mutating func string() -> String {
     let length: Int
-    switch Int.random(in: 0..<10, using: &generator) {
-    case 0: length = 0
-    case 1: length = Int.random(in: 125...130, using: &generator)
-    case 2: length = Int.random(in: 2_000...5_000, using: &generator)
+    switch Int.random(in: 0..<50, using: &generator) {
+    case 0..<5: length = 0
+    case 5..<10: length = Int.random(in: 125...130, using: &generator)
+    case 10: length = Int.random(in: 2_000...5_000, using: &generator)
     default: length = Int.random(in: 1...24, using: &generator)
     }
     var string = String((0..<length).map { _ in Self.alphabet.randomElement(using: &generator)! })

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what Pushline's tests need on a fresh Debian machine (apt and PyPI packages), then
+# builds the package and runs every test. Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+command -v protoc >/dev/null || missing+=(protobuf-compiler)
+command -v protoc-c >/dev/null || missing+=(protobuf-c-compiler)
+dpkg -s libprotobuf-c-dev >/dev/null 2>&1 || missing+=(libprotobuf-c-dev)
+command -v cc >/dev/null || missing+=(gcc)
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  echo "tools/test.sh: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+if ! python3 -c 'import google.protobuf' 2>/dev/null; then
+  echo "tools/test.sh: installing Python protobuf"
+  python3 -m pip install --quiet --disable-pip-version-check protobuf
+fi
+
+swift build
+swift test
