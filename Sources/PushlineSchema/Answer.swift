@@ -31,11 +31,11 @@ public struct Answer: ReflectableMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    writer.write(0x0A, questionID)
-    writer.write(0x12, flowID)
-    writer.write(0x1A, values)
-    writer.write(0x20, answeredAt)
     unknownFields.write(to: &writer)
+    writer.write(0x20, answeredAt)
+    writer.write(0x1A, values)
+    writer.write(0x12, flowID)
+    writer.write(0x0A, questionID)
   }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {

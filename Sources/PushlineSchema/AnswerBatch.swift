@@ -25,9 +25,9 @@ public struct AnswerBatch: ReflectableMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    writer.write(0x0A, flowID)
-    writer.write(0x12, answers)
     unknownFields.write(to: &writer)
+    writer.write(0x12, answers)
+    writer.write(0x0A, flowID)
   }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {

@@ -31,11 +31,11 @@ public struct AnswerResponse: ReflectableMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    writer.write(0x0A, flowID)
-    writer.write(0x12, questions)
-    writer.write(0x1A, errors)
-    writer.write(0x22, session)
     unknownFields.write(to: &writer)
+    writer.write(0x22, session)
+    writer.write(0x1A, errors)
+    writer.write(0x12, questions)
+    writer.write(0x0A, flowID)
   }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {

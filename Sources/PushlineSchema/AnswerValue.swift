@@ -27,10 +27,10 @@ public struct AnswerValue: ReflectableMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    writer.write(0x08, dataType)
-    writer.write(0x12, text)
-    writer.write(0x1A, blob)
     unknownFields.write(to: &writer)
+    writer.write(0x1A, blob)
+    writer.write(0x12, text)
+    writer.write(0x08, dataType)
   }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {

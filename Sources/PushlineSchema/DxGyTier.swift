@@ -29,10 +29,10 @@ public struct DxGyTier: ReflectableMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    writer.write(0x08, trips)
-    writer.write(0x12, reward)
-    writer.write(0x1A, formattedReward)
     unknownFields.write(to: &writer)
+    writer.write(0x1A, formattedReward)
+    writer.write(0x12, reward)
+    writer.write(0x08, trips)
   }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {

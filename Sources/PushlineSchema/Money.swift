@@ -27,9 +27,9 @@ public struct Money: ReflectableMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    writer.write(0x0A, currencyCode)
-    writer.writeZigZag(0x10, minorUnits)
     unknownFields.write(to: &writer)
+    writer.writeZigZag(0x10, minorUnits)
+    writer.write(0x0A, currencyCode)
   }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {

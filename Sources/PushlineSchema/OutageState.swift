@@ -23,11 +23,11 @@ public struct OutageState: ReflectableMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    writer.write(0x08, isInOutage)
-    writer.write(0x12, message)
-    writer.write(0x18, since)
-    writer.write(0x22, serviceName)
     unknownFields.write(to: &writer)
+    writer.write(0x22, serviceName)
+    writer.write(0x18, since)
+    writer.write(0x12, message)
+    writer.write(0x08, isInOutage)
   }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {

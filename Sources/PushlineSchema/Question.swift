@@ -39,14 +39,14 @@ public struct Question: ReflectableMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    writer.write(0x0A, questionID)
-    writer.write(0x12, flowID)
-    writer.write(0x18, scenario)
-    writer.writePacked(0x22, dataTypes)
-    writer.write(0x28, collectionMode)
-    writer.write(0x32, alternates)
-    writer.write(0x3A, prompt)
     unknownFields.write(to: &writer)
+    writer.write(0x3A, prompt)
+    writer.write(0x32, alternates)
+    writer.write(0x28, collectionMode)
+    writer.writePacked(0x22, dataTypes)
+    writer.write(0x18, scenario)
+    writer.write(0x12, flowID)
+    writer.write(0x0A, questionID)
   }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {

@@ -33,12 +33,12 @@ public struct Session: ReflectableMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    writer.write(0x0A, sessionID)
-    writer.write(0x12, userID)
-    writer.write(0x1A, accessToken)
-    writer.write(0x20, expiresAt)
-    writer.write(0x28, scenario)
     unknownFields.write(to: &writer)
+    writer.write(0x28, scenario)
+    writer.write(0x20, expiresAt)
+    writer.write(0x1A, accessToken)
+    writer.write(0x12, userID)
+    writer.write(0x0A, sessionID)
   }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {

@@ -48,17 +48,17 @@ public struct TrackerCard: ReflectableMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    writer.write(0x0A, cardID)
-    writer.write(0x11, priority)
-    writer.write(0x18, isValid)
-    writer.write(0x22, payload)
-    writer.write(0x28, cardType)
-    writer.write(0x30, expiresAt)
-    writer.write(0x38, lastUpdatedAt)
-    writer.write(0x42, outageState)
-    writer.write(0x48, shouldForceSwitchStatusMode)
-    writer.write(0x51, statusModePriority)
     unknownFields.write(to: &writer)
+    writer.write(0x51, statusModePriority)
+    writer.write(0x48, shouldForceSwitchStatusMode)
+    writer.write(0x42, outageState)
+    writer.write(0x38, lastUpdatedAt)
+    writer.write(0x30, expiresAt)
+    writer.write(0x28, cardType)
+    writer.write(0x22, payload)
+    writer.write(0x18, isValid)
+    writer.write(0x11, priority)
+    writer.write(0x0A, cardID)
   }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {

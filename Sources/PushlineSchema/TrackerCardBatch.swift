@@ -10,13 +10,18 @@ public struct TrackerCardBatch: ReflectableMessage {
 
   public init() {}
 
+  /// A batch of `cards`.
+  public init(cards: [TrackerCard]) {
+    self.cards = cards
+  }
+
   public func encodedSize() -> Int {
     WireSize.field(cards) &+ unknownFields.encodedSize
   }
 
   public func encode(to writer: inout WireWriter) {
-    writer.write(0x0A, cards)
     unknownFields.write(to: &writer)
+    writer.write(0x0A, cards)
   }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {

@@ -39,15 +39,15 @@ public struct TrackerDailyEarningsCard: ReflectableMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    writer.write(0x0A, title)
-    writer.write(0x12, formattedTotal)
-    writer.write(0x1A, total)
-    writer.write(0x20, tripCount)
-    writer.write(0x28, onlineSeconds)
-    writer.write(0x32, formattedOnlineTime)
-    writer.write(0x38, dayStartsAt)
-    writer.write(0x42, callToAction)
     unknownFields.write(to: &writer)
+    writer.write(0x42, callToAction)
+    writer.write(0x38, dayStartsAt)
+    writer.write(0x32, formattedOnlineTime)
+    writer.write(0x28, onlineSeconds)
+    writer.write(0x20, tripCount)
+    writer.write(0x1A, total)
+    writer.write(0x12, formattedTotal)
+    writer.write(0x0A, title)
   }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {

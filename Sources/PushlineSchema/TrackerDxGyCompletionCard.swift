@@ -37,14 +37,14 @@ public struct TrackerDxGyCompletionCard: ReflectableMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    writer.write(0x0A, title)
-    writer.write(0x12, questID)
-    writer.write(0x1A, bulletinTitle)
-    writer.write(0x22, reward)
-    writer.write(0x2A, formattedReward)
-    writer.write(0x30, completedTrips)
-    writer.write(0x38, completedAt)
     unknownFields.write(to: &writer)
+    writer.write(0x38, completedAt)
+    writer.write(0x30, completedTrips)
+    writer.write(0x2A, formattedReward)
+    writer.write(0x22, reward)
+    writer.write(0x1A, bulletinTitle)
+    writer.write(0x12, questID)
+    writer.write(0x0A, title)
   }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {

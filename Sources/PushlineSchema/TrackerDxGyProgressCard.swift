@@ -47,18 +47,18 @@ public struct TrackerDxGyProgressCard: ReflectableMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    writer.write(0x0A, title)
-    writer.write(0x12, questID)
-    writer.write(0x18, completedTrips)
-    writer.write(0x20, targetTrips)
-    writer.write(0x2A, reward)
-    writer.write(0x32, formattedReward)
-    writer.write(0x38, startsAt)
-    writer.write(0x40, endsAt)
-    writer.write(0x4A, formattedDeadline)
-    writer.write(0x55, progress)
-    writer.write(0x5A, tiers)
     unknownFields.write(to: &writer)
+    writer.write(0x5A, tiers)
+    writer.write(0x55, progress)
+    writer.write(0x4A, formattedDeadline)
+    writer.write(0x40, endsAt)
+    writer.write(0x38, startsAt)
+    writer.write(0x32, formattedReward)
+    writer.write(0x2A, reward)
+    writer.write(0x20, targetTrips)
+    writer.write(0x18, completedTrips)
+    writer.write(0x12, questID)
+    writer.write(0x0A, title)
   }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {

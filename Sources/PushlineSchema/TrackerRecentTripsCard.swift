@@ -37,14 +37,14 @@ public struct TrackerRecentTripsCard: ReflectableMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    writer.write(0x0A, title)
-    writer.write(0x12, formattedTotal)
-    writer.write(0x1A, formattedRequestAt)
-    writer.write(0x22, vehicleStatusDescription)
-    writer.write(0x2A, callToAction)
-    writer.write(0x32, bulletinTitle)
-    writer.write(0x3A, lastTripUuid)
     unknownFields.write(to: &writer)
+    writer.write(0x3A, lastTripUuid)
+    writer.write(0x32, bulletinTitle)
+    writer.write(0x2A, callToAction)
+    writer.write(0x22, vehicleStatusDescription)
+    writer.write(0x1A, formattedRequestAt)
+    writer.write(0x12, formattedTotal)
+    writer.write(0x0A, title)
   }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {

@@ -42,16 +42,16 @@ public struct TrackerWeeklyEarningsCard: ReflectableMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    writer.write(0x0A, title)
-    writer.write(0x12, formattedTotal)
-    writer.write(0x1A, total)
-    writer.write(0x20, tripCount)
-    writer.write(0x28, onlineSeconds)
-    writer.write(0x30, weekStartsAt)
-    writer.write(0x38, weekEndsAt)
-    writer.writePackedZigZag(0x42, dailyMinorUnits)
-    writer.write(0x4A, callToAction)
     unknownFields.write(to: &writer)
+    writer.write(0x4A, callToAction)
+    writer.writePackedZigZag(0x42, dailyMinorUnits)
+    writer.write(0x38, weekEndsAt)
+    writer.write(0x30, weekStartsAt)
+    writer.write(0x28, onlineSeconds)
+    writer.write(0x20, tripCount)
+    writer.write(0x1A, total)
+    writer.write(0x12, formattedTotal)
+    writer.write(0x0A, title)
   }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {

@@ -31,11 +31,11 @@ public struct ValidationError: ReflectableMessage {
   }
 
   public func encode(to writer: inout WireWriter) {
-    writer.write(0x08, dataType)
-    writer.write(0x12, code)
-    writer.write(0x1A, message)
-    writer.write(0x22, questionID)
     unknownFields.write(to: &writer)
+    writer.write(0x22, questionID)
+    writer.write(0x1A, message)
+    writer.write(0x12, code)
+    writer.write(0x08, dataType)
   }
 
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {

@@ -1,13 +1,12 @@
 public import PushlineWire
 
 extension WireReader {
-  /// Reads an occurrence of an optional sub-message, merging it into the present value.
+  /// Reads an occurrence of an optional sub-message, merging it into the present value in
+  /// place (no copy of the message).
   @inlinable
   mutating func readMessage<M: WireMessage>(into message: inout M?) throws(WireDecodingError) {
-    var value = message ?? M()
-    message = nil  // Keep `value` uniquely referenced while it is decoded into.
-    try readMessage(into: &value)
-    message = value
+    if message == nil { message = M() }
+    try readMessage(into: &message!)
   }
 
   /// Reads an occurrence of a repeated sub-message and appends it.

@@ -1,12 +1,13 @@
 public import PushlineWire
 
-// Field writers for the hand-mapped messages: each writes a one-byte tag (every field number
-// in the schema is below 16) and the value, or nothing when an optional field is absent.
+// Field writers for the hand-mapped messages: each emits a one-byte tag (every field number in
+// the schema is below 16) followed by the value, or nothing when an optional field is absent.
+// WireWriter fills backwards, so each writes the value first and the tag before it.
 extension WireWriter {
   @inlinable @inline(__always)
   mutating func write(_ tag: UInt8, _ value: String) {
-    writeByte(tag)
     writeLengthDelimited(value)
+    writeByte(tag)
   }
 
   @inlinable @inline(__always)
@@ -17,15 +18,15 @@ extension WireWriter {
   @inlinable @inline(__always)
   mutating func write(_ tag: UInt8, _ value: [UInt8]?) {
     if let value {
-      writeByte(tag)
       writeLengthDelimited(value)
+      writeByte(tag)
     }
   }
 
   @inlinable @inline(__always)
   mutating func write(_ tag: UInt8, _ value: Double) {
-    writeByte(tag)
     writeFixed64(value.bitPattern)
+    writeByte(tag)
   }
 
   @inlinable @inline(__always)
@@ -36,15 +37,15 @@ extension WireWriter {
   @inlinable @inline(__always)
   mutating func write(_ tag: UInt8, _ value: Float?) {
     if let value {
-      writeByte(tag)
       writeFixed32(value.bitPattern)
+      writeByte(tag)
     }
   }
 
   @inlinable @inline(__always)
   mutating func write(_ tag: UInt8, _ value: Bool) {
-    writeByte(tag)
     writeByte(value ? 1 : 0)
+    writeByte(tag)
   }
 
   @inlinable @inline(__always)
@@ -55,15 +56,15 @@ extension WireWriter {
   @inlinable @inline(__always)
   mutating func write(_ tag: UInt8, _ value: Int64?) {
     if let value {
-      writeByte(tag)
       writeVarint(value)
+      writeByte(tag)
     }
   }
 
   @inlinable @inline(__always)
   mutating func write(_ tag: UInt8, _ value: UInt32) {
-    writeByte(tag)
     writeVarint(UInt64(value))
+    writeByte(tag)
   }
 
   @inlinable @inline(__always)
@@ -73,14 +74,14 @@ extension WireWriter {
 
   @inlinable @inline(__always)
   mutating func writeZigZag(_ tag: UInt8, _ value: Int64) {
-    writeByte(tag)
     writeVarint(Varint.zigZag(value))
+    writeByte(tag)
   }
 
   @inlinable @inline(__always)
   mutating func write<E: ProtoEnum>(_ tag: UInt8, _ value: E) {
-    writeByte(tag)
     writeVarint(Int64(value.rawValue))
+    writeByte(tag)
   }
 
   @inlinable @inline(__always)
@@ -90,8 +91,8 @@ extension WireWriter {
 
   @inlinable @inline(__always)
   mutating func write<M: WireMessage>(_ tag: UInt8, _ value: M) {
-    writeByte(tag)
     writeLengthDelimited(value)
+    writeByte(tag)
   }
 
   @inlinable @inline(__always)
@@ -101,24 +102,26 @@ extension WireWriter {
 
   @inlinable
   mutating func write<M: WireMessage>(_ tag: UInt8, _ values: [M]) {
-    for value in values { write(tag, value) }
+    for value in values.reversed() { write(tag, value) }
   }
 
   /// A packed repeated enum: one length-delimited run of varints.
   @inlinable
   mutating func writePacked<E: ProtoEnum>(_ tag: UInt8, _ values: [E]) {
     guard !values.isEmpty else { return }
+    let end = remainingCapacity
+    for value in values.reversed() { writeVarint(Int64(value.rawValue)) }
+    writeVarint(UInt64(truncatingIfNeeded: end - remainingCapacity))
     writeByte(tag)
-    writeVarint(UInt64(truncatingIfNeeded: WireSize.packedPayload(values)))
-    for value in values { writeVarint(Int64(value.rawValue)) }
   }
 
   /// A packed repeated sint64.
   @inlinable
   mutating func writePackedZigZag(_ tag: UInt8, _ values: [Int64]) {
     guard !values.isEmpty else { return }
+    let end = remainingCapacity
+    for value in values.reversed() { writeVarint(Varint.zigZag(value)) }
+    writeVarint(UInt64(truncatingIfNeeded: end - remainingCapacity))
     writeByte(tag)
-    writeVarint(UInt64(truncatingIfNeeded: WireSize.packedZigZagPayload(values)))
-    for value in values { writeVarint(Varint.zigZag(value)) }
   }
 }

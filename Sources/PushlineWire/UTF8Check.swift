@@ -1,6 +1,28 @@
-/// Compares a decoded string with the bytes it was decoded from.
+/// Checks that string bytes were valid UTF-8 without paying for a second full validation.
 @usableFromInline
 enum UTF8Check {
+  /// Whether every byte is below 0x80, eight bytes at a time (the last eight overlapping).
+  @inlinable
+  static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    guard let base = bytes.baseAddress else { return true }
+    let count = bytes.count
+    let high: UInt64 = 0x8080_8080_8080_8080
+    if count >= 8 {
+      var index = 0
+      while index &+ 8 < count {
+        if base.loadUnaligned(fromByteOffset: index, as: UInt64.self) & high != 0 { return false }
+        index &+= 8
+      }
+      return base.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self) & high == 0
+    }
+    var index = 0
+    while index < count {
+      if base.load(fromByteOffset: index, as: UInt8.self) >= 0x80 { return false }
+      index &+= 1
+    }
+    return true
+  }
+
   /// Whether `string`'s UTF-8 is exactly `bytes`, which holds only when no repair happened.
   @inlinable
   static func isSame(_ string: String, _ bytes: UnsafeRawBufferPointer) -> Bool {

@@ -28,8 +28,8 @@ public struct UnknownFields: Hashable, Sendable {
     let size = Varint.size(of: tag) + Varint.size(of: value)
     bytes.append(contentsOf: [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
       var writer = WireWriter(UnsafeMutableRawBufferPointer(buffer))
+      writer.writeVarint(value)  // The writer fills backwards: the value, then the tag before it.
       writer.writeVarint(tag)
-      writer.writeVarint(value)
       initialized = size
     })
   }

@@ -6,7 +6,10 @@
 ///
 /// Implementation requirements:
 /// - ``encodedSize()`` returns exactly the number of bytes ``encode(to:)`` writes.
-/// - ``encode(to:)`` writes known fields in ascending field number, then ``unknownFields``.
+/// - ``encode(to:)`` produces known fields in ascending field number, then ``unknownFields``;
+///   because ``WireWriter`` fills its buffer backwards, it makes its calls in the reverse
+///   order: unknown fields first, then the fields from the highest number down, each value
+///   before its tag.
 /// - ``decodeFields(from:)`` reads until the reader's end, merging into `self` as protobuf
 ///   specifies: the last occurrence of a scalar wins, occurrences of a sub-message merge,
 ///   repeated fields append. A known field number with an unexpected wire type, and a closed
@@ -26,7 +29,7 @@ public protocol WireMessage: Hashable, Sendable {
   /// The exact number of bytes ``encode(to:)`` writes.
   func encodedSize() -> Int
 
-  /// Writes the message's fields (without a length prefix).
+  /// Writes the message's fields (without a length prefix), backwards: see ``WireWriter``.
   func encode(to writer: inout WireWriter)
 
   /// Merges the fields read from `reader` up to its end into this message.

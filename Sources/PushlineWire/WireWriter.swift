@@ -1,32 +1,38 @@
-/// Writes protobuf wire elements into memory that the caller sized exactly beforehand.
+/// Writes protobuf wire elements backwards into memory sized exactly beforehand.
 ///
-/// Messages are encoded in two passes: ``WireMessage/encodedSize()`` computes the exact size,
-/// one buffer of that size is allocated, and ``WireMessage/encode(to:)`` fills it through this
-/// writer. The writer does not check bounds in release builds — the size pass is the contract
-/// (``WireMessage/serializedBytes()`` verifies it at the end) — so it never grows or copies.
+/// Messages are encoded in two passes: ``WireMessage/encodedSize()`` computes the exact size
+/// once, bottom-up; one buffer of that size is allocated; and ``WireMessage/encode(to:)``
+/// fills it from the end toward the start, last field first. Writing backwards means a
+/// sub-message's length is known as soon as its fields are written — the distance the cursor
+/// moved — so no sub-message is ever sized twice (a forward writer must size each nested
+/// message again at every level, which is quadratic in depth).
+///
+/// Every `write` call therefore places its bytes immediately *before* what was written
+/// previously: to emit a tag and then a value, write the value first. The writer does not
+/// check bounds in release builds — the size pass is the contract, and
+/// ``WireMessage/serializedBytes()`` verifies it at the end.
 public struct WireWriter: ~Copyable {
+  @usableFromInline let start: UnsafeMutableRawPointer
   @usableFromInline var cursor: UnsafeMutableRawPointer
-  @usableFromInline let end: UnsafeMutableRawPointer
 
-  /// Creates a writer over `buffer`, which must be large enough for everything written.
+  /// Creates a writer that fills `buffer` from its end.
   @inlinable
   public init(_ buffer: UnsafeMutableRawBufferPointer) {
     // An empty buffer may have no base address; any non-nil pointer works for zero bytes.
-    let base = buffer.baseAddress ?? UnsafeMutableRawPointer(bitPattern: 0x10)!
-    cursor = base
-    end = base + buffer.count
+    start = buffer.baseAddress ?? UnsafeMutableRawPointer(bitPattern: 0x10)!
+    cursor = start + buffer.count
   }
 
-  /// Bytes left before the end of the buffer.
+  /// Bytes left before the start of the buffer.
   @inlinable
-  public var remainingCapacity: Int { end - cursor }
+  public var remainingCapacity: Int { cursor - start }
 
   /// Writes one byte — a one-byte tag, a bool, a small varint.
   @inlinable @inline(__always)
   public mutating func writeByte(_ byte: UInt8) {
-    assert(cursor < end, "encodedSize() is smaller than what encode(to:) writes")
+    assert(cursor > start, "encodedSize() is smaller than what encode(to:) writes")
+    cursor -= 1
     cursor.storeBytes(of: byte, as: UInt8.self)
-    cursor += 1
   }
 
   /// Writes `value` as a base-128 varint.
@@ -41,12 +47,17 @@ public struct WireWriter: ~Copyable {
 
   @usableFromInline
   mutating func writeVarintSlow(_ value: UInt64) {
+    let size = Varint.size(of: value)
+    assert(cursor - start >= size, "encodedSize() is smaller than what encode(to:) writes")
+    cursor -= size
     var v = value
+    var index = 0
     while v >= 0x80 {
-      writeByte(UInt8(truncatingIfNeeded: v) | 0x80)
+      cursor.storeBytes(of: UInt8(truncatingIfNeeded: v) | 0x80, toByteOffset: index, as: UInt8.self)
       v >>= 7
+      index &+= 1
     }
-    writeByte(UInt8(truncatingIfNeeded: v))
+    cursor.storeBytes(of: UInt8(truncatingIfNeeded: v), toByteOffset: index, as: UInt8.self)
   }
 
   /// Writes a signed 64-bit value as a plain varint (ten bytes when negative): int64, int32, enum.
@@ -58,51 +69,51 @@ public struct WireWriter: ~Copyable {
   /// Writes four little-endian bytes (fixed32, float).
   @inlinable @inline(__always)
   public mutating func writeFixed32(_ value: UInt32) {
-    assert(end - cursor >= 4, "encodedSize() is smaller than what encode(to:) writes")
+    assert(cursor - start >= 4, "encodedSize() is smaller than what encode(to:) writes")
+    cursor -= 4
     cursor.storeBytes(of: value.littleEndian, as: UInt32.self)
-    cursor += 4
   }
 
   /// Writes eight little-endian bytes (fixed64, double).
   @inlinable @inline(__always)
   public mutating func writeFixed64(_ value: UInt64) {
-    assert(end - cursor >= 8, "encodedSize() is smaller than what encode(to:) writes")
+    assert(cursor - start >= 8, "encodedSize() is smaller than what encode(to:) writes")
+    cursor -= 8
     cursor.storeBytes(of: value.littleEndian, as: UInt64.self)
-    cursor += 8
   }
 
   /// Writes bytes verbatim (unknown fields, pre-encoded values).
   @inlinable
   public mutating func writeRaw(_ bytes: UnsafeRawBufferPointer) {
     guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
-    assert(end - cursor >= bytes.count, "encodedSize() is smaller than what encode(to:) writes")
+    assert(cursor - start >= bytes.count, "encodedSize() is smaller than what encode(to:) writes")
+    cursor -= bytes.count
     cursor.copyMemory(from: source, byteCount: bytes.count)
-    cursor += bytes.count
   }
 
   /// Writes a length prefix and the string's UTF-8 bytes.
   @inlinable
   public mutating func writeLengthDelimited(_ string: String) {
-    let count = string.utf8.count
-    writeVarint(UInt64(truncatingIfNeeded: count))
-    let copied: Void? = string.utf8.withContiguousStorageIfAvailable { writeRaw(UnsafeRawBufferPointer($0)) }
-    if copied == nil {
-      for byte in string.utf8 { writeByte(byte) }
+    let written: Void? = string.utf8.withContiguousStorageIfAvailable { writeRaw(UnsafeRawBufferPointer($0)) }
+    if written == nil {
+      for byte in string.utf8.reversed() { writeByte(byte) }
     }
+    writeVarint(UInt64(truncatingIfNeeded: string.utf8.count))
   }
 
   /// Writes a length prefix and the bytes.
   @inlinable
   public mutating func writeLengthDelimited(_ bytes: [UInt8]) {
-    writeVarint(UInt64(truncatingIfNeeded: bytes.count))
     bytes.withUnsafeBytes { writeRaw($0) }
+    writeVarint(UInt64(truncatingIfNeeded: bytes.count))
   }
 
-  /// Writes a sub-message: its length, then its fields.
+  /// Writes a sub-message: its fields, then (before them) its length.
   @inlinable
   public mutating func writeLengthDelimited<M: WireMessage>(_ message: M) {
-    writeVarint(UInt64(truncatingIfNeeded: message.encodedSize()))
+    let end = cursor
     message.encode(to: &self)
+    writeVarint(UInt64(truncatingIfNeeded: end - cursor))
   }
 }
 

@@ -40,6 +40,9 @@ struct MalformedInputTests {
     Vector(name: "truncated UTF-8", bytes: [0x0A, 0x02, 0xE2, 0x82], code: .invalidUTF8, offset: 1),
     Vector(name: "truncated 4-byte UTF-8 before ASCII", bytes: [0x0A, 0x04, 0xF0, 0x90, 0x80, 0x41], code: .invalidUTF8, offset: 1),
     Vector(name: "UTF-8 0xFF", bytes: [0x0A, 0x01, 0xFF], code: .invalidUTF8, offset: 1),
+    Vector(name: "0xFF after eight ASCII bytes", bytes: [0x0A, 0x09] + Array("abcdefgh".utf8) + [0xFF], code: .invalidUTF8, offset: 1),
+    Vector(name: "0xFF among sixteen ASCII bytes", bytes: [0x0A, 0x11] + Array("abcdefgh".utf8) + [0xFF] + Array("abcdefgh".utf8),
+           code: .invalidUTF8, offset: 1),
     Vector(name: "missing required field", bytes: [0x0A, 0x00, 0x18, 0x01], code: .missingRequiredField, offset: 4),
   ]
 

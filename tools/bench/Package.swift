@@ -1,0 +1,32 @@
+// swift-tools-version: 6.1
+// The codec benchmark: Pushline against swift-protobuf and protobuf-c on the same messages.
+// A package of its own, so that the product's build and `swift test` never pay for the peers.
+import PackageDescription
+
+let package = Package(
+  name: "PushlineBench",
+  platforms: [.macOS(.v15)],
+  dependencies: [
+    .package(name: "Pushline", path: "../.."),
+    .package(url: "https://github.com/apple/swift-protobuf", exact: "1.39.0"),
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+  ],
+  targets: [
+    // swift-protobuf's generated code for proto/tracker.proto, committed (regenerate.sh).
+    .target(name: "SwiftProtobufPeer", dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")]),
+    // protoc-c's output for proto/tracker.proto, committed (regenerate.sh), plus a small shim.
+    .target(name: "ProtobufCPeer", linkerSettings: [.linkedLibrary("protobuf-c")]),
+    .target(name: "AllocationCounter"),
+    .executableTarget(
+      name: "pushline-bench",
+      dependencies: [
+        .product(name: "PushlineSchema", package: "Pushline"),
+        .product(name: "PushlineWire", package: "Pushline"),
+        .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        "SwiftProtobufPeer", "ProtobufCPeer", "AllocationCounter",
+      ]
+    ),
+  ],
+  swiftLanguageModes: [.v6]
+)

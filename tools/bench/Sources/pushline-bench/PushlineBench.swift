@@ -1,0 +1,11 @@
+import ArgumentParser
+
+/// `pushline-bench`: benchmarks that compare Pushline with its peers in the same run.
+@main
+struct PushlineBench: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "pushline-bench",
+    abstract: "Benchmarks Pushline against its peers in the same run.",
+    subcommands: [CodecBenchmark.self]
+  )
+}
