@@ -13,16 +13,25 @@ let package = Package(
   products: [
     .library(name: "PushlineWire", targets: ["PushlineWire"]),
     .library(name: "PushlineSchema", targets: ["PushlineSchema"]),
+    .library(name: "PushlineRPC", targets: ["PushlineRPC"]),
+    .library(name: "PushlineRPCNIO", targets: ["PushlineRPCNIO"]),
     .library(name: "PushlineTesting", targets: ["PushlineTesting"]),
     .library(name: "PushlineCLI", targets: ["PushlineCLI"]),
     .executable(name: "pushline", targets: ["pushline"]),
   ],
   dependencies: [
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
   ],
   targets: [
     .target(name: "PushlineWire", swiftSettings: strictSettings),
     .target(name: "PushlineSchema", dependencies: ["PushlineWire"], swiftSettings: strictSettings),
+    .target(name: "PushlineRPC", swiftSettings: strictSettings),
+    .target(
+      name: "PushlineRPCNIO",
+      dependencies: ["PushlineRPC", .product(name: "NIOCore", package: "swift-nio")],
+      swiftSettings: strictSettings
+    ),
     .target(name: "PushlineTesting", dependencies: ["PushlineWire", "PushlineSchema"], swiftSettings: strictSettings),
     .target(
       name: "PushlineCLI",
@@ -43,6 +52,19 @@ let package = Package(
       name: "PushlineSchemaTests",
       dependencies: ["PushlineWire", "PushlineSchema", "PushlineTesting", "PushlineCLI"],
       resources: [.copy("Fixtures")],
+      swiftSettings: strictSettings
+    ),
+    .testTarget(
+      name: "PushlineRPCTests", dependencies: ["PushlineRPC", "PushlineSchema", "PushlineWire"], swiftSettings: strictSettings
+    ),
+    .testTarget(
+      name: "PushlineRPCNIOTests",
+      dependencies: [
+        "PushlineRPC", "PushlineRPCNIO",
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOEmbedded", package: "swift-nio"),
+        .product(name: "NIOTestUtils", package: "swift-nio"),
+      ],
       swiftSettings: strictSettings
     ),
     .testTarget(

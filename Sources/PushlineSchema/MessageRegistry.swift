@@ -3,7 +3,7 @@ import PushlineWire
 /// Every message of the schema, looked up by proto name — how `pushline dump --type` and
 /// `encode --type` find the type to use.
 public enum MessageRegistry {
-  /// All message types, tracker first, then onboarding.
+  /// All message types: tracker, onboarding, then the RPC envelope.
   public static let all: [any ReflectableMessage.Type] = [
     TrackerCard.self, TrackerCardPayload.self, TrackerRecentTripsCard.self, Money.self,
     TrackerDailyEarningsCard.self, TrackerWeeklyEarningsCard.self, DxGyTier.self,
@@ -11,6 +11,8 @@ public enum MessageRegistry {
     TrackerCardBatch.self,
     Question.self, AnswerValue.self, Answer.self, AnswerBatch.self, ValidationError.self,
     Session.self, AnswerResponse.self,
+    MetadataEntry.self, Limits.self, ClientHello.self, ServerHello.self, CallStart.self, CallStatus.self,
+    GoAway.self,
   ]
 
   /// The type whose proto name is `name` (a leading `.` is ignored), or `nil`.

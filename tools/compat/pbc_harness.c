@@ -16,6 +16,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "onboarding.pb-c.h"
+#include "rpc.pb-c.h"
 #include "tracker.pb-c.h"
 
 static const ProtobufCMessageDescriptor *const all_types[] = {
@@ -37,6 +38,13 @@ static const ProtobufCMessageDescriptor *const all_types[] = {
     &pushline__onboarding__validation_error__descriptor,
     &pushline__onboarding__session__descriptor,
     &pushline__onboarding__answer_response__descriptor,
+    &pushline__rpc__metadata_entry__descriptor,
+    &pushline__rpc__limits__descriptor,
+    &pushline__rpc__client_hello__descriptor,
+    &pushline__rpc__server_hello__descriptor,
+    &pushline__rpc__call_start__descriptor,
+    &pushline__rpc__call_status__descriptor,
+    &pushline__rpc__go_away__descriptor,
 };
 #define TYPE_COUNT (sizeof all_types / sizeof all_types[0])
 

@@ -1,0 +1,65 @@
+public import NIOCore
+public import PushlineRPC
+
+/// Splits a connection's inbound bytes into the peer's preface and then frames.
+///
+/// Total, in the manner of NIO's decoders: with too few bytes it waits and leaves the reader
+/// index alone; a length is checked against the limit as soon as the header arrives, before
+/// any of the payload is awaited or buffered, so a peer cannot make it hold more than
+/// `maxPayloadLength` bytes for one frame. Bytes that cannot be the preface are rejected at the
+/// first one that differs. Frames of kinds this version does not know are passed on, so the
+/// connection can ignore them (forward compatibility).
+///
+/// Errors are ``ProtocolViolation``s; `ByteToMessageHandler` forwards them down the pipeline,
+/// where the connection answers with a GOAWAY and closes.
+public struct FrameDecoder: ByteToMessageDecoder {
+  public typealias InboundOut = ConnectionElement
+
+  private var awaitingPreface: Bool
+  private let maxPayloadLength: Int
+
+  /// A decoder that accepts frame payloads up to `maxPayloadLength` bytes (the limit this
+  /// side announced), expecting the peer's preface first unless `expectingPreface` is false.
+  public init(maxPayloadLength: Int, expectingPreface: Bool = true) {
+    self.maxPayloadLength = min(maxPayloadLength, FrameHeader.maxPayloadLength)
+    awaitingPreface = expectingPreface
+  }
+
+  public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+    guard let element = try decodeElement(from: &buffer) else { return .needMoreData }
+    context.fireChannelRead(Self.wrapInboundOut(element))
+    return .continue
+  }
+
+  public mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws
+    -> DecodingState
+  {
+    // A frame cut short by the end of the connection is dropped with it.
+    try decode(context: context, buffer: &buffer)
+  }
+
+  /// Reads one preface or frame, or returns `nil` (reading nothing) when more bytes are needed.
+  mutating func decodeElement(from buffer: inout ByteBuffer) throws(ProtocolViolation) -> ConnectionElement? {
+    if awaitingPreface {
+      let available = buffer.readableBytesView.prefix(ConnectionPreface.magic.count)
+      guard available.elementsEqual(ConnectionPreface.magic.prefix(available.count)) else {
+        throw ProtocolViolation(.badPreface, "the connection does not start with PUSHLINE")
+      }
+      guard buffer.readableBytes >= ConnectionPreface.size else { return nil }
+      let preface = try buffer.withUnsafeReadableBytes { bytes throws(ProtocolViolation) in try ConnectionPreface(parsing: bytes) }
+      buffer.moveReaderIndex(forwardBy: ConnectionPreface.size)
+      awaitingPreface = false
+      return .preface(preface)
+    }
+    guard buffer.readableBytes >= FrameHeader.size else { return nil }
+    let header = try buffer.withUnsafeReadableBytes { bytes throws(ProtocolViolation) in try FrameHeader(parsing: bytes) }
+    guard header.payloadLength <= maxPayloadLength else {
+      throw ProtocolViolation(
+        .frameTooLarge, "\(header.kind) frame of \(header.payloadLength) bytes, limit \(maxPayloadLength)")
+    }
+    guard buffer.readableBytes >= FrameHeader.size + header.payloadLength else { return nil }
+    buffer.moveReaderIndex(forwardBy: FrameHeader.size)
+    let payload = buffer.readBytes(length: header.payloadLength)!
+    return .frame(Frame(kind: header.kind, flags: header.flags, callID: header.callID, payload: payload))
+  }
+}
