@@ -26,7 +26,7 @@ let package = Package(
   targets: [
     .target(name: "PushlineWire", swiftSettings: strictSettings),
     .target(name: "PushlineSchema", dependencies: ["PushlineWire"], swiftSettings: strictSettings),
-    .target(name: "PushlineRPC", swiftSettings: strictSettings),
+    .target(name: "PushlineRPC", dependencies: ["PushlineWire", "PushlineSchema"], swiftSettings: strictSettings),
     .target(
       name: "PushlineRPCNIO",
       dependencies: ["PushlineRPC", .product(name: "NIOCore", package: "swift-nio")],

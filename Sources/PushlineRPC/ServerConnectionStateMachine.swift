@@ -1,0 +1,319 @@
+public import PushlineSchema
+import PushlineWire
+
+/// The server side of one connection as a value: it takes what the peer sent and what the
+/// call handlers did, and returns the actions to perform.
+///
+/// It does no I/O and keeps no clock: the transport executes the actions (writes, closes,
+/// handler starts), and tests drive the machine directly. Its rules:
+///
+/// - The peer's preface, then its `ClientHello`; anything else first is a protocol violation.
+///   The server answers with its own preface and a `ServerHello` (version, compression and
+///   limits agreed, server time).
+/// - Call ids strictly increase. A call beyond `maxConcurrentCalls` is refused with
+///   RESOURCE_EXHAUSTED; a message larger than `maxMessageSize` ends its call the same way.
+/// - Frames for calls that have already ended are ignored (they cross the end in flight);
+///   frames for calls never started, malformed envelopes and out-of-place frame kinds are
+///   violations: GOAWAY with INTERNAL, then close. Unknown frame kinds are ignored.
+/// - PING is answered with PONG. More than `pingBudget` pings in a row with no call activity
+///   in between is a ping flood: GOAWAY with RESOURCE_EXHAUSTED, then close.
+/// - ``shutDown(retryAfterMillis:)`` sends GOAWAY naming the last call still served; later
+///   calls are refused with UNAVAILABLE, and the connection closes when the last call ends.
+public struct ServerConnectionStateMachine: Sendable {
+  /// What the server accepts and offers.
+  public struct Configuration: Hashable, Sendable {
+    /// The server's own limits; the connection uses the smaller of these and the client's.
+    public var limits: ConnectionLimits
+    /// Compressions the server can use, in order of preference; identity is always possible.
+    public var compressions: [Compression]
+    /// How often an idle client should ping, announced in the handshake.
+    public var keepaliveIntervalMillis: UInt32?
+    /// Pings tolerated in a row without call activity before the peer is cut off.
+    public var pingBudget: Int
+
+    /// A configuration; the defaults suit most servers.
+    public init(
+      limits: ConnectionLimits = .defaults, compressions: [Compression] = [.deflate],
+      keepaliveIntervalMillis: UInt32? = 30_000, pingBudget: Int = 10
+    ) {
+      self.limits = limits
+      self.compressions = compressions
+      self.keepaliveIntervalMillis = keepaliveIntervalMillis
+      self.pingBudget = pingBudget
+    }
+  }
+
+  /// The client as its handshake described it: what call handlers see of the connection.
+  public struct Peer: Hashable, Sendable {
+    public var version: UInt32
+    public var compression: Compression
+    public var limits: ConnectionLimits
+    public var authToken: String?
+    public var metadata: [MetadataEntry]
+    public var userAgent: String?
+  }
+
+  /// What the transport must do.
+  public enum Action: Hashable, Sendable {
+    /// Write these to the peer.
+    case write([ConnectionElement])
+    /// The handshake completed.
+    case connectionReady(Peer)
+    /// Run the handler of a new call.
+    case startCall(callID: UInt32, CallStart)
+    /// Give a request message to the call's handler.
+    case deliverMessage(callID: UInt32, payload: [UInt8], compressed: Bool)
+    /// The client sent its last request message.
+    case deliverEndOfRequests(callID: UInt32)
+    /// Stop the call's handler; nothing more is sent on the call.
+    case cancelCall(callID: UInt32)
+    /// The peer answered a ping (keepalive).
+    case pongReceived(payload: [UInt8])
+    /// Write these, then close the connection.
+    case close(after: [ConnectionElement])
+  }
+
+  private struct Open: Sendable {
+    var peer: Peer
+    /// Calls in progress, each with whether the client has half-closed it.
+    var calls: [UInt32: Bool] = [:]
+    var highestCallID: UInt32 = 0
+    /// Set once a GOAWAY is sent or received: the last call id still served.
+    var lastServedCallID: UInt32?
+    var pingsWithoutActivity = 0
+  }
+
+  private enum State: Sendable {
+    case awaitingPreface, awaitingHello, open(Open), closed
+  }
+
+  /// The highest protocol version this implementation speaks.
+  public static let highestVersion: UInt32 = UInt32(ConnectionPreface.currentVersion)
+
+  private let configuration: Configuration
+  private var state = State.awaitingPreface
+
+  /// A machine for a new connection.
+  public init(configuration: Configuration = Configuration()) {
+    self.configuration = configuration
+  }
+
+  /// Whether the connection has closed or is closing.
+  public var isClosed: Bool {
+    if case .closed = state { true } else { false }
+  }
+
+  // MARK: Input from the peer
+
+  /// Handles a preface or frame from the peer; `serverTimeMillis` goes into the handshake.
+  public mutating func received(_ element: ConnectionElement, serverTimeMillis: Int64) -> [Action] {
+    switch (state, element) {
+    case (.closed, _):
+      return []
+    case (.awaitingPreface, .preface(let preface)):
+      guard preface.version >= 1 else { return violation(.failedPrecondition, "protocol version 0", sendPreface: true) }
+      state = .awaitingHello
+      return []
+    case (.awaitingPreface, .frame):
+      return violation(.internal, "a frame before the preface", sendPreface: true)
+    case (.awaitingHello, .frame(let frame)) where frame.kind == .handshake:
+      return handshake(frame, serverTimeMillis: serverTimeMillis)
+    case (.awaitingHello, .frame(let frame)) where !frame.kind.isKnown:
+      return []
+    case (.awaitingHello, _):
+      return violation(.internal, "expected the client's handshake", sendPreface: true)
+    case (.open, .preface):
+      return violation(.internal, "a second preface")
+    case (.open(var open), .frame(let frame)):
+      let actions = received(frame, open: &open)
+      if case .open = state { state = .open(open) }
+      return actions
+    }
+  }
+
+  /// The decoder found the peer's bytes malformed: answer with GOAWAY and close.
+  public mutating func receivedViolation(_ violation: ProtocolViolation) -> [Action] {
+    guard !isClosed else { return [] }
+    if case .open = state { return self.violation(.internal, violation.description) }
+    return self.violation(.internal, violation.description, sendPreface: true)
+  }
+
+  private mutating func handshake(_ frame: Frame, serverTimeMillis: Int64) -> [Action] {
+    guard frame.callID == 0, let hello = try? ClientHello(serializedBytes: frame.payload) else {
+      return violation(.internal, "malformed ClientHello", sendPreface: true)
+    }
+    let version = min(hello.maxVersion, Self.highestVersion)
+    guard version >= hello.minVersion, version >= 1 else {
+      return violation(
+        .failedPrecondition, "no common protocol version (client \(hello.minVersion)–\(hello.maxVersion), server 1–\(Self.highestVersion))",
+        sendPreface: true)
+    }
+    let compression = hello.compressions.first { configuration.compressions.contains($0) } ?? .identity
+    let limits = configuration.limits.agreed(with: hello.limits)
+    let peer = Peer(
+      version: version, compression: compression, limits: limits, authToken: hello.authToken,
+      metadata: hello.metadata, userAgent: hello.userAgent)
+    var answer = ServerHello(version: version)
+    answer.compression = compression
+    answer.limits = configuration.limits.announced
+    answer.serverTimeMillis = serverTimeMillis
+    answer.keepaliveIntervalMillis = configuration.keepaliveIntervalMillis
+    state = .open(Open(peer: peer))
+    return [
+      .write([.preface(ConnectionPreface()), .frame(Frame(kind: .handshake, callID: 0, payload: answer.serializedBytes()))]),
+      .connectionReady(peer),
+    ]
+  }
+
+  private mutating func received(_ frame: Frame, open: inout Open) -> [Action] {
+    switch frame.kind {
+    case .callStart:
+      return startCall(frame, open: &open)
+    case .message, .halfClose, .cancel:
+      return callFrame(frame, open: &open)
+    case .ping:
+      guard frame.callID == 0, frame.payload.count == 8 else { return violation(.internal, "malformed PING") }
+      open.pingsWithoutActivity += 1
+      guard open.pingsWithoutActivity <= configuration.pingBudget else {
+        return violation(.resourceExhausted, "too many pings")
+      }
+      return [.write([.frame(Frame(kind: .pong, callID: 0, payload: frame.payload))])]
+    case .pong:
+      return [.pongReceived(payload: frame.payload)]
+    case .goAway:
+      // The client starts no more calls; close once those in progress end.
+      open.lastServedCallID = open.highestCallID
+      return closeIfDrained(open, after: [])
+    case .handshake, .status:
+      return violation(.internal, "a client may not send \(frame.kind) here")
+    default:
+      return []  // Unknown kinds are ignored, for forward compatibility.
+    }
+  }
+
+  private mutating func startCall(_ frame: Frame, open: inout Open) -> [Action] {
+    guard frame.callID > open.highestCallID else {
+      return violation(.internal, "call id \(frame.callID) does not increase (last \(open.highestCallID))")
+    }
+    guard let start = try? CallStart(serializedBytes: frame.payload) else {
+      return violation(.internal, "malformed CallStart on call \(frame.callID)")
+    }
+    open.highestCallID = frame.callID
+    open.pingsWithoutActivity = 0
+    if let last = open.lastServedCallID, frame.callID > last {
+      return [.write([Self.status(frame.callID, .unavailable, "the server is going away; retry on a new connection")])]
+    }
+    guard open.calls.count < open.peer.limits.maxConcurrentCalls else {
+      return [.write([Self.status(frame.callID, .resourceExhausted, "more than \(open.peer.limits.maxConcurrentCalls) concurrent calls")])]
+    }
+    open.calls[frame.callID] = false
+    return [.startCall(callID: frame.callID, start)]
+  }
+
+  private mutating func callFrame(_ frame: Frame, open: inout Open) -> [Action] {
+    guard let halfClosed = open.calls[frame.callID] else {
+      // A call that has ended: the frame crossed its end in flight. One never started: a violation.
+      return frame.callID <= open.highestCallID && frame.callID != 0
+        ? [] : violation(.internal, "\(frame.kind) for call \(frame.callID), which was never started")
+    }
+    open.pingsWithoutActivity = 0
+    switch frame.kind {
+    case .cancel:
+      open.calls[frame.callID] = nil
+      return [.cancelCall(callID: frame.callID)] + closeIfDrained(open, after: [])
+    case .halfClose:
+      open.calls[frame.callID] = true
+      return [.deliverEndOfRequests(callID: frame.callID)]
+    default:
+      guard let flag = frame.payload.first, flag <= 1 else {
+        return violation(.internal, "MESSAGE on call \(frame.callID) without a valid compressed flag")
+      }
+      let refusal: (StatusCode, String)? =
+        if halfClosed {
+          (.internal, "a message after the end of the requests")
+        } else if flag == 1 && open.peer.compression == .identity {
+          (.internal, "a compressed message on a connection without compression")
+        } else if frame.payload.count - 1 > open.peer.limits.maxMessageSize {
+          (.resourceExhausted, "a message of \(frame.payload.count - 1) bytes, limit \(open.peer.limits.maxMessageSize)")
+        } else {
+          nil
+        }
+      if let (code, message) = refusal {
+        open.calls[frame.callID] = nil
+        return [.cancelCall(callID: frame.callID), .write([Self.status(frame.callID, code, message)])]
+          + closeIfDrained(open, after: [])
+      }
+      return [.deliverMessage(callID: frame.callID, payload: Array(frame.payload.dropFirst()), compressed: flag == 1)]
+    }
+  }
+
+  // MARK: Input from the handlers and the server
+
+  /// A handler produced a response message (already compressed if `compressed`).
+  public mutating func send(message: [UInt8], compressed: Bool, callID: UInt32) -> [Action] {
+    guard case .open(var open) = state, open.calls[callID] != nil else { return [] }
+    open.pingsWithoutActivity = 0
+    state = .open(open)
+    return [.write([.frame(Frame(kind: .message, callID: callID, payload: [compressed ? 1 : 0] + message))])]
+  }
+
+  /// A handler finished: send its status, which ends the call.
+  public mutating func finishCall(callID: UInt32, status: CallStatus) -> [Action] {
+    guard case .open(var open) = state, open.calls.removeValue(forKey: callID) != nil else { return [] }
+    state = .open(open)
+    let frame = ConnectionElement.frame(Frame(kind: .status, callID: callID, payload: status.serializedBytes()))
+    let close = closeIfDrained(open, after: [frame])
+    return close.isEmpty ? [.write([frame])] : close
+  }
+
+  /// Begins a graceful shutdown: GOAWAY naming the last call served, then close once the
+  /// calls in progress have ended.
+  public mutating func shutDown(retryAfterMillis: UInt32? = nil) -> [Action] {
+    switch state {
+    case .awaitingPreface, .awaitingHello:
+      state = .closed
+      return [.close(after: [])]
+    case .closed:
+      return []
+    case .open(var open):
+      guard open.lastServedCallID == nil else { return [] }
+      open.lastServedCallID = open.highestCallID
+      state = .open(open)
+      var goAway = GoAway(lastCallID: open.highestCallID)
+      goAway.code = StatusCode.unavailable.rawValue
+      goAway.message = "the server is shutting down"
+      goAway.retryAfterMillis = retryAfterMillis
+      let frame = ConnectionElement.frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes()))
+      let close = closeIfDrained(open, after: [frame])
+      return close.isEmpty ? [.write([frame])] : close
+    }
+  }
+
+  // MARK: Helpers
+
+  private mutating func closeIfDrained(_ open: Open, after elements: [ConnectionElement]) -> [Action] {
+    guard open.lastServedCallID != nil, open.calls.isEmpty else { return [] }
+    state = .closed
+    return [.close(after: elements)]
+  }
+
+  private mutating func violation(_ code: StatusCode, _ message: String, sendPreface: Bool = false) -> [Action] {
+    let highest: UInt32 = if case .open(let open) = state { open.highestCallID } else { 0 }
+    var cancellations: [Action] = []
+    if case .open(let open) = state {
+      cancellations = open.calls.keys.sorted().map { .cancelCall(callID: $0) }
+    }
+    state = .closed
+    var goAway = GoAway(lastCallID: highest)
+    goAway.code = code.rawValue
+    goAway.message = message
+    let frame = ConnectionElement.frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes()))
+    return cancellations + [.close(after: sendPreface ? [.preface(ConnectionPreface()), frame] : [frame])]
+  }
+
+  private static func status(_ callID: UInt32, _ code: StatusCode, _ message: String) -> ConnectionElement {
+    var status = CallStatus(code: code.rawValue)
+    status.message = message
+    return .frame(Frame(kind: .status, callID: callID, payload: status.serializedBytes()))
+  }
+}

@@ -1,0 +1,192 @@
+import PushlineRPC
+import PushlineSchema
+import PushlineWire
+import Testing
+
+@Suite("Server connection state machine")
+struct ServerConnectionStateMachineTests {
+  typealias Machine = ServerConnectionStateMachine
+
+  static func hello(min: UInt32 = 1, max: UInt32 = 1, compressions: [Compression] = [.deflate], limits: Limits? = nil) -> Frame {
+    var hello = ClientHello(minVersion: min, maxVersion: max)
+    hello.compressions = compressions
+    hello.limits = limits
+    hello.authToken = "token"
+    return Frame(kind: .handshake, callID: 0, payload: hello.serializedBytes())
+  }
+
+  /// A machine past the handshake, and what it answered.
+  static func connected(_ configuration: Machine.Configuration = .init(), limits: Limits? = nil) -> (Machine, [Machine.Action]) {
+    var machine = Machine(configuration: configuration)
+    #expect(machine.received(.preface(ConnectionPreface()), serverTimeMillis: 0).isEmpty)
+    let actions = machine.received(.frame(hello(limits: limits)), serverTimeMillis: 1_763_830_800_000)
+    return (machine, actions)
+  }
+
+  static func start(_ callID: UInt32, _ method: String = "/pushline.Health/Check") -> ConnectionElement {
+    .frame(Frame(kind: .callStart, callID: callID, payload: CallStart(method: method).serializedBytes()))
+  }
+
+  static func message(_ callID: UInt32, _ bytes: [UInt8], compressed: Bool = false) -> ConnectionElement {
+    .frame(Frame(kind: .message, callID: callID, payload: [compressed ? 1 : 0] + bytes))
+  }
+
+  /// The GOAWAY in a close action, decoded.
+  static func goAway(in actions: [Machine.Action]) throws -> GoAway {
+    guard case .close(let elements)? = actions.last, case .frame(let frame)? = elements.last, frame.kind == .goAway else {
+      Issue.record("expected a close after GOAWAY, got \(actions)")
+      return GoAway(lastCallID: 0)
+    }
+    return try GoAway(serializedBytes: frame.payload)
+  }
+
+  static func status(in action: Machine.Action?) throws -> CallStatus? {
+    guard case .write(let elements)? = action, case .frame(let frame)? = elements.first, frame.kind == .status else { return nil }
+    return try CallStatus(serializedBytes: frame.payload)
+  }
+
+  @Test func handshakeAgreesVersionCompressionLimitsAndTellsTheTime() throws {
+    let (_, actions) = Self.connected(limits: { var l = Limits(); l.maxMessageSize = 1_000; return l }())
+    try #require(actions.count == 2)
+    guard case .write(let elements) = actions[0], case .frame(let frame) = elements[1] else {
+      Issue.record("expected the preface and ServerHello")
+      return
+    }
+    #expect(elements[0] == .preface(ConnectionPreface()))
+    let answer = try ServerHello(serializedBytes: frame.payload)
+    #expect(answer.version == 1)
+    #expect(answer.compression == .deflate)
+    #expect(answer.serverTimeMillis == 1_763_830_800_000)
+    guard case .connectionReady(let peer) = actions[1] else {
+      Issue.record("expected connectionReady")
+      return
+    }
+    #expect(peer.authToken == "token")
+    #expect(peer.limits.maxMessageSize == 1_000)
+    #expect(peer.limits.maxFrameSize == ConnectionLimits.defaults.maxFrameSize)
+  }
+
+  @Test func noCommonVersionIsRefusedWithAReason() throws {
+    var machine = Machine()
+    _ = machine.received(.preface(ConnectionPreface(version: 3)), serverTimeMillis: 0)
+    let actions = machine.received(.frame(Self.hello(min: 2, max: 3)), serverTimeMillis: 0)
+    #expect(try Self.goAway(in: actions).code == StatusCode.failedPrecondition.rawValue)
+    #expect(machine.isClosed)
+  }
+
+  @Test func framesBeforeTheHandshakeAreViolations() throws {
+    var machine = Machine()
+    #expect(try Self.goAway(in: machine.received(Self.start(1), serverTimeMillis: 0)).code == StatusCode.internal.rawValue)
+    var second = Machine()
+    _ = second.received(.preface(ConnectionPreface()), serverTimeMillis: 0)
+    #expect(try Self.goAway(in: second.received(Self.start(1), serverTimeMillis: 0)).code == StatusCode.internal.rawValue)
+  }
+
+  @Test func aCallRunsFromStartThroughMessagesToItsStatus() throws {
+    var (machine, _) = Self.connected()
+    guard case .startCall(1, let start)? = machine.received(Self.start(1), serverTimeMillis: 0).first else {
+      Issue.record("expected the call to start")
+      return
+    }
+    #expect(start.method == "/pushline.Health/Check")
+    #expect(machine.received(Self.message(1, [7, 7]), serverTimeMillis: 0) == [.deliverMessage(callID: 1, payload: [7, 7], compressed: false)])
+    #expect(machine.received(.frame(Frame(kind: .halfClose, callID: 1)), serverTimeMillis: 0) == [.deliverEndOfRequests(callID: 1)])
+    #expect(machine.send(message: [9], compressed: false, callID: 1) == [.write([.frame(Frame(kind: .message, callID: 1, payload: [0, 9]))])])
+    let finished = machine.finishCall(callID: 1, status: CallStatus(code: 0))
+    #expect(try Self.status(in: finished.first)?.code == 0)
+    // The call is over: late frames are ignored, responses dropped.
+    #expect(machine.received(Self.message(1, [1]), serverTimeMillis: 0).isEmpty)
+    #expect(machine.send(message: [9], compressed: false, callID: 1).isEmpty)
+  }
+
+  @Test func callIDsMustIncrease() throws {
+    var (machine, _) = Self.connected()
+    _ = machine.received(Self.start(5), serverTimeMillis: 0)
+    #expect(try Self.goAway(in: machine.received(Self.start(5), serverTimeMillis: 0)).lastCallID == 5)
+  }
+
+  @Test func framesForCallsNeverStartedAreViolations() throws {
+    var (machine, _) = Self.connected()
+    let actions = machine.received(Self.message(9, [1]), serverTimeMillis: 0)
+    #expect(try Self.goAway(in: actions).code == StatusCode.internal.rawValue)
+  }
+
+  @Test func callsBeyondTheConcurrencyLimitAreRefused() throws {
+    var configuration = Machine.Configuration()
+    configuration.limits.maxConcurrentCalls = 2
+    var (machine, _) = Self.connected(configuration)
+    _ = machine.received(Self.start(1), serverTimeMillis: 0)
+    _ = machine.received(Self.start(2), serverTimeMillis: 0)
+    #expect(try Self.status(in: machine.received(Self.start(3), serverTimeMillis: 0).first)?.code == StatusCode.resourceExhausted.rawValue)
+    _ = machine.finishCall(callID: 1, status: CallStatus(code: 0))
+    guard case .startCall(4, _)? = machine.received(Self.start(4), serverTimeMillis: 0).first else {
+      Issue.record("a slot freed by a finished call is usable")
+      return
+    }
+  }
+
+  @Test func anOversizedMessageEndsItsCallOnly() throws {
+    var (machine, _) = Self.connected(limits: { var l = Limits(); l.maxMessageSize = 4; return l }())
+    _ = machine.received(Self.start(1), serverTimeMillis: 0)
+    let actions = machine.received(Self.message(1, [1, 2, 3, 4, 5]), serverTimeMillis: 0)
+    #expect(actions.first == .cancelCall(callID: 1))
+    #expect(try Self.status(in: actions.last)?.code == StatusCode.resourceExhausted.rawValue)
+    #expect(!machine.isClosed)
+  }
+
+  @Test func cancellationStopsTheHandlerWithoutAStatus() {
+    var (machine, _) = Self.connected()
+    _ = machine.received(Self.start(1), serverTimeMillis: 0)
+    #expect(machine.received(.frame(Frame(kind: .cancel, callID: 1)), serverTimeMillis: 0) == [.cancelCall(callID: 1)])
+    #expect(machine.finishCall(callID: 1, status: CallStatus(code: 1)).isEmpty)
+  }
+
+  @Test func pingsAreAnsweredUntilTheyBecomeAFlood() throws {
+    var configuration = Machine.Configuration()
+    configuration.pingBudget = 3
+    var (machine, _) = Self.connected(configuration)
+    let ping = ConnectionElement.frame(Frame(kind: .ping, callID: 0, payload: [1, 2, 3, 4, 5, 6, 7, 8]))
+    for _ in 0..<3 {
+      #expect(machine.received(ping, serverTimeMillis: 0) == [.write([.frame(Frame(kind: .pong, callID: 0, payload: [1, 2, 3, 4, 5, 6, 7, 8]))])])
+    }
+    _ = machine.received(Self.start(1), serverTimeMillis: 0)  // Activity resets the budget.
+    for _ in 0..<3 { _ = machine.received(ping, serverTimeMillis: 0) }
+    let flood = machine.received(ping, serverTimeMillis: 0)
+    #expect(flood.first == .cancelCall(callID: 1))
+    #expect(try Self.goAway(in: flood).code == StatusCode.resourceExhausted.rawValue)
+  }
+
+  @Test func shutdownDrainsCallsInProgressAndRefusesNewOnes() throws {
+    var (machine, _) = Self.connected()
+    _ = machine.received(Self.start(1), serverTimeMillis: 0)
+    let goAwayActions = machine.shutDown(retryAfterMillis: 500)
+    guard case .write(let elements)? = goAwayActions.first, case .frame(let frame)? = elements.first else {
+      Issue.record("expected a GOAWAY while a call is in progress")
+      return
+    }
+    let goAway = try GoAway(serializedBytes: frame.payload)
+    #expect(goAway.lastCallID == 1)
+    #expect(goAway.retryAfterMillis == 500)
+    #expect(try Self.status(in: machine.received(Self.start(2), serverTimeMillis: 0).first)?.code == StatusCode.unavailable.rawValue)
+    #expect(!machine.isClosed)
+    guard case .close(let after)? = machine.finishCall(callID: 1, status: CallStatus(code: 0)).last else {
+      Issue.record("the connection closes when its last call ends")
+      return
+    }
+    #expect(after.count == 1)
+    #expect(machine.isClosed)
+  }
+
+  @Test func unknownFrameKindsAreIgnored() {
+    var (machine, _) = Self.connected()
+    #expect(machine.received(.frame(Frame(kind: FrameKind(rawValue: 0x42), callID: 0, payload: [1])), serverTimeMillis: 0).isEmpty)
+    #expect(!machine.isClosed)
+  }
+
+  @Test func decoderViolationsCloseWithTheirReason() throws {
+    var (machine, _) = Self.connected()
+    let actions = machine.receivedViolation(ProtocolViolation(.frameTooLarge, "too big"))
+    #expect(try Self.goAway(in: actions).message == "frame too large: too big")
+    #expect(machine.received(Self.start(1), serverTimeMillis: 0).isEmpty)
+  }
+}
