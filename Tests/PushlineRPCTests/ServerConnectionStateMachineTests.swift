@@ -16,7 +16,9 @@ struct ServerConnectionStateMachineTests {
   }
 
   /// A machine past the handshake, and what it answered.
-  static func connected(_ configuration: Machine.Configuration = .init(), limits: Limits? = nil) -> (Machine, [Machine.Action]) {
+  static func connected(_ configuration: Machine.Configuration = .init(compressions: [.deflate]), limits: Limits? = nil)
+    -> (Machine, [Machine.Action])
+  {
     var machine = Machine(configuration: configuration)
     #expect(machine.received(.preface(ConnectionPreface()), serverTimeMillis: 0).isEmpty)
     let actions = machine.received(.frame(hello(limits: limits)), serverTimeMillis: 1_763_830_800_000)
@@ -112,7 +114,7 @@ struct ServerConnectionStateMachineTests {
   }
 
   @Test func callsBeyondTheConcurrencyLimitAreRefused() throws {
-    var configuration = Machine.Configuration()
+    var configuration = Machine.Configuration(compressions: [.deflate])
     configuration.limits.maxConcurrentCalls = 2
     var (machine, _) = Self.connected(configuration)
     _ = machine.received(Self.start(1), serverTimeMillis: 0)
@@ -142,7 +144,7 @@ struct ServerConnectionStateMachineTests {
   }
 
   @Test func pingsAreAnsweredUntilTheyBecomeAFlood() throws {
-    var configuration = Machine.Configuration()
+    var configuration = Machine.Configuration(compressions: [.deflate])
     configuration.pingBudget = 3
     var (machine, _) = Self.connected(configuration)
     let ping = ConnectionElement.frame(Frame(kind: .ping, callID: 0, payload: [1, 2, 3, 4, 5, 6, 7, 8]))

@@ -1,0 +1,273 @@
+public import PushlineSchema
+import PushlineWire
+
+/// The client side of one connection as a value: it takes what the server sent and what the
+/// caller asked for, and returns the actions to perform. No I/O, no clock; see
+/// ``ServerConnectionStateMachine`` for the server's half of the rules.
+///
+/// - ``start()`` sends the preface and the `ClientHello`; calls may start once the
+///   `ServerHello` has arrived (``Action/connectionReady(_:)``).
+/// - Every call ends exactly once with ``Action/finishCall(callID:status:)``: the server's
+///   STATUS, CANCELLED for a call the caller cancelled, UNAVAILABLE for calls the server will
+///   not serve after a GOAWAY or that were open when the connection closed (all retryable).
+/// - A GOAWAY stops new calls; the connection closes once the calls it still serves end.
+public struct ClientConnectionStateMachine: Sendable {
+  /// What the client offers.
+  public struct Configuration: Hashable, Sendable {
+    public var limits: ConnectionLimits
+    /// Compressions the client can decode, in order of preference.
+    public var compressions: [Compression]
+    /// A bearer token for the server's authentication.
+    public var authToken: String?
+    public var metadata: [MetadataEntry]
+    public var userAgent: String?
+
+    /// A configuration; the defaults suit most clients.
+    public init(
+      limits: ConnectionLimits = .defaults, compressions: [Compression] = [], authToken: String? = nil,
+      metadata: [MetadataEntry] = [], userAgent: String? = "pushline-swift"
+    ) {
+      self.limits = limits
+      self.compressions = compressions
+      self.authToken = authToken
+      self.metadata = metadata
+      self.userAgent = userAgent
+    }
+  }
+
+  /// The connection as the server's handshake settled it.
+  public struct Server: Hashable, Sendable {
+    public var version: UInt32
+    public var compression: Compression
+    public var limits: ConnectionLimits
+    public var serverTimeMillis: Int64?
+    public var keepaliveIntervalMillis: UInt32?
+  }
+
+  /// What the transport must do.
+  public enum Action: Hashable, Sendable {
+    case write([ConnectionElement])
+    /// The handshake completed; calls may start.
+    case connectionReady(Server)
+    /// A response message for a call.
+    case deliverMessage(callID: UInt32, payload: [UInt8], compressed: Bool)
+    /// The call ended with this status; nothing more arrives for it.
+    case finishCall(callID: UInt32, status: CallStatus)
+    /// The server answered a ping.
+    case pongReceived(payload: [UInt8])
+    /// The server will serve no new calls on this connection; open a new one for them.
+    case goAwayReceived(GoAway)
+    /// Write these, then close the connection.
+    case close(after: [ConnectionElement])
+  }
+
+  private struct Open: Sendable {
+    var server: Server
+    var calls: Set<UInt32> = []
+    var nextCallID: UInt32 = 1
+    var lastServedCallID: UInt32?
+  }
+
+  private enum State: Sendable {
+    case idle
+    case awaitingPreface
+    case awaitingHello
+    case open(Open)
+    case closed
+  }
+
+  private let configuration: Configuration
+  private var state = State.idle
+
+  /// A machine for a new connection.
+  public init(configuration: Configuration = Configuration()) {
+    self.configuration = configuration
+  }
+
+  /// Whether the connection has closed or is closing.
+  public var isClosed: Bool {
+    if case .closed = state { true } else { false }
+  }
+
+  /// Opens the connection: the preface and the `ClientHello`.
+  public mutating func start() -> [Action] {
+    guard case .idle = state else { return [] }
+    state = .awaitingPreface
+    var hello = ClientHello(minVersion: 1, maxVersion: UInt32(ConnectionPreface.currentVersion))
+    hello.compressions = configuration.compressions
+    hello.limits = configuration.limits.announced
+    hello.authToken = configuration.authToken
+    hello.metadata = configuration.metadata
+    hello.userAgent = configuration.userAgent
+    return [.write([.preface(ConnectionPreface()), .frame(Frame(kind: .handshake, callID: 0, payload: hello.serializedBytes()))])]
+  }
+
+  // MARK: Input from the server
+
+  /// Handles a preface or frame from the server.
+  public mutating func received(_ element: ConnectionElement) -> [Action] {
+    switch (state, element) {
+    case (.idle, _), (.closed, _):
+      return []
+    case (.awaitingPreface, .preface):
+      state = .awaitingHello
+      return []
+    case (.awaitingHello, .frame(let frame)) where frame.kind == .handshake:
+      guard let hello = try? ServerHello(serializedBytes: frame.payload), hello.version >= 1,
+        hello.version <= UInt32(ConnectionPreface.currentVersion)
+      else { return violation("malformed ServerHello") }
+      let compression = hello.compression ?? .identity
+      guard compression == .identity || configuration.compressions.contains(compression) else {
+        return violation("the server chose \(compression.name), which the client did not offer")
+      }
+      let server = Server(
+        version: hello.version, compression: compression, limits: configuration.limits.agreed(with: hello.limits),
+        serverTimeMillis: hello.serverTimeMillis, keepaliveIntervalMillis: hello.keepaliveIntervalMillis)
+      state = .open(Open(server: server))
+      return [.connectionReady(server)]
+    case (.awaitingHello, .frame(let frame)) where frame.kind == .goAway:
+      // A server refusing the handshake explains why before closing.
+      return finishAll(.unavailable, goAwayMessage(frame) ?? "the server refused the connection") + [.close(after: [])]
+    case (.awaitingHello, .frame(let frame)) where !frame.kind.isKnown:
+      return []
+    case (.awaitingPreface, _), (.awaitingHello, _):
+      return violation("expected the server's handshake")
+    case (.open, .preface):
+      return violation("a second preface")
+    case (.open(var open), .frame(let frame)):
+      let actions = received(frame, open: &open)
+      if case .open = state { state = .open(open) }
+      return actions
+    }
+  }
+
+  private mutating func received(_ frame: Frame, open: inout Open) -> [Action] {
+    switch frame.kind {
+    case .message:
+      guard open.calls.contains(frame.callID) else { return [] }  // Cancelled, or never ours.
+      guard let flag = frame.payload.first, flag <= 1 else { return violation("MESSAGE without a valid compressed flag") }
+      if frame.payload.count - 1 > open.server.limits.maxMessageSize {
+        open.calls.remove(frame.callID)
+        let cancel = ConnectionElement.frame(Frame(kind: .cancel, callID: frame.callID))
+        return [.write([cancel]), finish(frame.callID, .resourceExhausted, "a response of \(frame.payload.count - 1) bytes, limit \(open.server.limits.maxMessageSize)")]
+          + closeIfDrained(open)
+      }
+      return [.deliverMessage(callID: frame.callID, payload: Array(frame.payload.dropFirst()), compressed: flag == 1)]
+    case .status:
+      guard open.calls.remove(frame.callID) != nil else { return [] }
+      guard let status = try? CallStatus(serializedBytes: frame.payload) else {
+        return [finish(frame.callID, .internal, "malformed status from the server")] + closeIfDrained(open)
+      }
+      return [.finishCall(callID: frame.callID, status: status)] + closeIfDrained(open)
+    case .halfClose:
+      return []  // Servers end calls with STATUS; a half-close adds nothing.
+    case .ping:
+      guard frame.payload.count == 8 else { return violation("malformed PING") }
+      return [.write([.frame(Frame(kind: .pong, callID: 0, payload: frame.payload))])]
+    case .pong:
+      return [.pongReceived(payload: frame.payload)]
+    case .goAway:
+      guard let goAway = try? GoAway(serializedBytes: frame.payload) else { return violation("malformed GOAWAY") }
+      open.lastServedCallID = min(goAway.lastCallID, open.lastServedCallID ?? .max)
+      let refused = open.calls.filter { $0 > goAway.lastCallID }.sorted()
+      open.calls.subtract(refused)
+      let finishes = refused.map { finish($0, .unavailable, "the server went away before serving the call") }
+      return [.goAwayReceived(goAway)] + finishes + closeIfDrained(open)
+    case .handshake, .callStart, .cancel:
+      return violation("a server may not send \(frame.kind) here")
+    default:
+      return []
+    }
+  }
+
+  /// The decoder found the server's bytes malformed.
+  public mutating func receivedViolation(_ violation: ProtocolViolation) -> [Action] {
+    self.violation(violation.description)
+  }
+
+  /// The connection closed (by either side, or the network): every open call ends UNAVAILABLE.
+  public mutating func connectionClosed() -> [Action] {
+    guard !isClosed else { return [] }
+    let actions = finishAll(.unavailable, "the connection closed")
+    state = .closed
+    return actions
+  }
+
+  // MARK: Input from the caller
+
+  /// Starts a call; returns its id and the actions, or `nil` and a `finishCall` with the
+  /// reason when no call can start on this connection (not ready, going away, closed).
+  public mutating func startCall(_ start: CallStart) -> (callID: UInt32?, actions: [Action]) {
+    guard case .open(var open) = state, open.lastServedCallID == nil else {
+      return (nil, [.finishCall(callID: 0, status: Self.status(.unavailable, "the connection is not accepting calls"))])
+    }
+    let callID = open.nextCallID
+    open.nextCallID += 1
+    open.calls.insert(callID)
+    state = .open(open)
+    return (callID, [.write([.frame(Frame(kind: .callStart, callID: callID, payload: start.serializedBytes()))])])
+  }
+
+  /// Sends a request message (already compressed if `compressed`).
+  public func send(message: [UInt8], compressed: Bool, callID: UInt32) -> [Action] {
+    guard case .open(let open) = state, open.calls.contains(callID) else { return [] }
+    return [.write([.frame(Frame(kind: .message, callID: callID, payload: [compressed ? 1 : 0] + message))])]
+  }
+
+  /// Ends the requests of a call.
+  public func halfClose(callID: UInt32) -> [Action] {
+    guard case .open(let open) = state, open.calls.contains(callID) else { return [] }
+    return [.write([.frame(Frame(kind: .halfClose, callID: callID))])]
+  }
+
+  /// Abandons a call: CANCEL to the server, CANCELLED to the caller.
+  public mutating func cancel(callID: UInt32) -> [Action] {
+    guard case .open(var open) = state, open.calls.remove(callID) != nil else { return [] }
+    state = .open(open)
+    return [.write([.frame(Frame(kind: .cancel, callID: callID))]), finish(callID, .cancelled, "cancelled by the client")]
+      + closeIfDrained(open)
+  }
+
+  /// Sends a keepalive ping carrying `payload` (eight bytes).
+  public func ping(payload: [UInt8]) -> [Action] {
+    guard case .open = state, payload.count == 8 else { return [] }
+    return [.write([.frame(Frame(kind: .ping, callID: 0, payload: payload))])]
+  }
+
+  // MARK: Helpers
+
+  private mutating func closeIfDrained(_ open: Open) -> [Action] {
+    guard open.lastServedCallID != nil, open.calls.isEmpty else { return [] }
+    state = .closed
+    return [.close(after: [])]
+  }
+
+  private mutating func violation(_ message: String) -> [Action] {
+    guard !isClosed else { return [] }
+    let finishes = finishAll(.internal, "protocol violation: \(message)")
+    state = .closed
+    var goAway = GoAway(lastCallID: 0)
+    goAway.code = StatusCode.internal.rawValue
+    goAway.message = message
+    return finishes + [.close(after: [.frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes()))])]
+  }
+
+  private func finishAll(_ code: StatusCode, _ message: String) -> [Action] {
+    guard case .open(let open) = state else { return [] }
+    return open.calls.sorted().map { finish($0, code, message) }
+  }
+
+  private func finish(_ callID: UInt32, _ code: StatusCode, _ message: String) -> Action {
+    .finishCall(callID: callID, status: Self.status(code, message))
+  }
+
+  private func goAwayMessage(_ frame: Frame) -> String? {
+    (try? GoAway(serializedBytes: frame.payload))?.message
+  }
+
+  private static func status(_ code: StatusCode, _ message: String) -> CallStatus {
+    var status = CallStatus(code: code.rawValue)
+    status.message = message
+    return status
+  }
+}
