@@ -29,7 +29,11 @@ let package = Package(
     .target(name: "PushlineRPC", dependencies: ["PushlineWire", "PushlineSchema"], swiftSettings: strictSettings),
     .target(
       name: "PushlineRPCNIO",
-      dependencies: ["PushlineRPC", .product(name: "NIOCore", package: "swift-nio")],
+      dependencies: [
+        "PushlineRPC", "PushlineSchema", "PushlineWire",
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+      ],
       swiftSettings: strictSettings
     ),
     .target(name: "PushlineTesting", dependencies: ["PushlineWire", "PushlineSchema"], swiftSettings: strictSettings),
@@ -60,8 +64,9 @@ let package = Package(
     .testTarget(
       name: "PushlineRPCNIOTests",
       dependencies: [
-        "PushlineRPC", "PushlineRPCNIO",
+        "PushlineRPC", "PushlineRPCNIO", "PushlineSchema", "PushlineWire",
         .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOEmbedded", package: "swift-nio"),
         .product(name: "NIOTestUtils", package: "swift-nio"),
       ],

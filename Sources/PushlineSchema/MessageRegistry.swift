@@ -12,7 +12,7 @@ public enum MessageRegistry {
     Question.self, AnswerValue.self, Answer.self, AnswerBatch.self, ValidationError.self,
     Session.self, AnswerResponse.self,
     MetadataEntry.self, Limits.self, ClientHello.self, ServerHello.self, CallStart.self, CallStatus.self,
-    GoAway.self,
+    GoAway.self, HealthCheckRequest.self, HealthCheckResponse.self,
   ]
 
   /// The type whose proto name is `name` (a leading `.` is ignored), or `nil`.

@@ -45,6 +45,8 @@ static const ProtobufCMessageDescriptor *const all_types[] = {
     &pushline__rpc__call_start__descriptor,
     &pushline__rpc__call_status__descriptor,
     &pushline__rpc__go_away__descriptor,
+    &pushline__rpc__health_check_request__descriptor,
+    &pushline__rpc__health_check_response__descriptor,
 };
 #define TYPE_COUNT (sizeof all_types / sizeof all_types[0])
 

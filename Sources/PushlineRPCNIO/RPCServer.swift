@@ -1,0 +1,186 @@
+import Foundation
+public import NIOCore
+import NIOPosix
+public import PushlineRPC
+import PushlineSchema
+
+/// A Pushline RPC server on TCP: it accepts connections and serves each with the methods of
+/// its ``RPCRouter``, following ``ServerConnectionStateMachine``.
+///
+/// Each connection runs as one child task of the server (a discarding task group, so finished
+/// connections leave nothing behind); each call's handler runs in a task of its own, so that
+/// the call can be cancelled alone. A connection that breaks the protocol gets a GOAWAY naming
+/// the violation and is closed; every other connection keeps being served.
+public struct RPCServer: Sendable {
+  /// Where to listen and how each connection behaves.
+  public struct Configuration: Sendable {
+    /// The address to bind; loopback by default, so nothing is exposed by accident.
+    public var host: String
+    /// The port; 0 picks a free one (see ``withRunningServer(_:)``).
+    public var port: Int
+    public var connection: ServerConnectionStateMachine.Configuration
+
+    /// A configuration listening on `host`:`port`.
+    public init(host: String = "127.0.0.1", port: Int = 7400, connection: ServerConnectionStateMachine.Configuration = .init()) {
+      self.host = host
+      self.port = port
+      self.connection = connection
+    }
+  }
+
+  private let router: RPCRouter
+  private let configuration: Configuration
+
+  /// A server for `router`'s methods plus `/pushline.Health/Check`.
+  public init(router: RPCRouter, configuration: Configuration = Configuration()) {
+    var router = router
+    HealthService.register(in: &router)
+    self.router = router
+    self.configuration = configuration
+  }
+
+  /// Binds, runs `body` with the bound address while serving, then stops serving.
+  public func withRunningServer<Result: Sendable>(_ body: (SocketAddress) async throws -> Result) async throws -> Result {
+    let listener = try await bind()
+    return try await withThrowingTaskGroup(of: Void.self) { group in
+      group.addTask { try await serve(listener) }
+      defer { group.cancelAll() }
+      return try await body(listener.channel.localAddress!)
+    }
+  }
+
+  /// Binds and serves until the task is cancelled.
+  public func run() async throws {
+    try await serve(try await bind())
+  }
+
+  private typealias Listener = NIOAsyncChannel<NIOAsyncChannel<ConnectionElement, ConnectionElement>, Never>
+
+  private func bind() async throws -> Listener {
+    let maxFrameSize = configuration.connection.limits.maxFrameSize
+    return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+      .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+      .serverChannelOption(.backlog, value: 256)
+      .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+      .bind(host: configuration.host, port: configuration.port) { channel in
+        channel.eventLoop.makeCompletedFuture {
+          try channel.pipeline.syncOperations.addHandlers([
+            ByteToMessageHandler(FrameDecoder(maxPayloadLength: maxFrameSize)),
+            MessageToByteHandler(FrameEncoder()),
+          ])
+          return try NIOAsyncChannel<ConnectionElement, ConnectionElement>(wrappingChannelSynchronously: channel)
+        }
+      }
+  }
+
+  private func serve(_ listener: Listener) async throws {
+    try await withThrowingDiscardingTaskGroup { group in
+      try await listener.executeThenClose { connections in
+        for try await connection in connections {
+          group.addTask { await serve(connection) }
+        }
+      }
+    }
+  }
+
+  /// What the connection's loop reacts to, from the peer and from the call handlers.
+  private enum Event: Sendable {
+    case received(ConnectionElement)
+    case violation(ProtocolViolation)
+    case peerClosed
+    case response(callID: UInt32, [UInt8])
+    case finished(callID: UInt32, CallStatus)
+  }
+
+  /// A call between its start and its end.
+  private struct Call {
+    var context: ServerContext
+    var requests: [[UInt8]] = []
+    var handler: Task<Void, Never>?
+  }
+
+  private func serve(_ channel: NIOAsyncChannel<ConnectionElement, ConnectionElement>) async {
+    try? await channel.executeThenClose { inbound, outbound in
+      let (events, continuation) = AsyncStream<Event>.makeStream()
+      await withDiscardingTaskGroup { group in
+        group.addTask {
+          do {
+            for try await element in inbound { continuation.yield(.received(element)) }
+            continuation.yield(.peerClosed)
+          } catch let violation as ProtocolViolation {
+            continuation.yield(.violation(violation))
+          } catch {
+            continuation.yield(.peerClosed)
+          }
+        }
+        var machine = ServerConnectionStateMachine(configuration: configuration.connection)
+        var peer: ServerConnectionStateMachine.Peer?
+        var calls: [UInt32: Call] = [:]
+        connection: for await event in events {
+          let actions: [ServerConnectionStateMachine.Action]
+          switch event {
+          case .received(let element):
+            actions = machine.received(element, serverTimeMillis: Int64(Date().timeIntervalSince1970 * 1_000))
+          case .violation(let violation):
+            actions = machine.receivedViolation(violation)
+          case .peerClosed:
+            break connection
+          case .response(let callID, let message):
+            actions = machine.send(message: message, compressed: false, callID: callID)
+          case .finished(let callID, let status):
+            calls[callID] = nil
+            actions = machine.finishCall(callID: callID, status: status)
+          }
+          for action in actions {
+            switch action {
+            case .write(let elements):
+              try? await outbound.write(contentsOf: elements)
+            case .connectionReady(let ready):
+              peer = ready
+            case .startCall(let callID, let start):
+              guard let peer else { continue }
+              if router.handler(for: start.method) == nil {
+                continuation.yield(.finished(callID: callID, RPCError(code: .unimplemented, message: "no method \(start.method)").status))
+                continue
+              }
+              calls[callID] = Call(context: ServerContext(peer: peer, start: start))
+            case .deliverMessage(let callID, let payload, _):
+              calls[callID]?.requests.append(payload)
+            case .deliverEndOfRequests(let callID):
+              guard var call = calls[callID], let handler = router.handler(for: call.context.method) else { continue }
+              guard call.requests.count == 1 else {
+                continuation.yield(.finished(callID: callID, RPCError(
+                  code: .invalidArgument, message: "a unary call takes one request, got \(call.requests.count)").status))
+                continue
+              }
+              let (request, context) = (call.requests[0], call.context)
+              // A task per call, not a child of the connection's group: a CANCEL stops this
+              // call's handler alone.
+              call.handler = Task {
+                do {
+                  let response = try await handler(request, context)
+                  continuation.yield(.response(callID: callID, response))
+                  continuation.yield(.finished(callID: callID, CallStatus(code: StatusCode.ok.rawValue)))
+                } catch {
+                  let failure = error as? RPCError ?? RPCError(code: .unknown, message: "\(error)")
+                  continuation.yield(.finished(callID: callID, failure.status))
+                }
+              }
+              calls[callID] = call
+            case .cancelCall(let callID):
+              calls.removeValue(forKey: callID)?.handler?.cancel()
+            case .pongReceived:
+              break
+            case .close(let elements):
+              try? await outbound.write(contentsOf: elements)
+              break connection
+            }
+          }
+        }
+        for call in calls.values { call.handler?.cancel() }
+        continuation.finish()
+        group.cancelAll()
+      }
+    }
+  }
+}

@@ -1,0 +1,152 @@
+import NIOCore
+import NIOPosix
+import PushlineRPC
+import PushlineRPCNIO
+import PushlineSchema
+import PushlineWire
+import Testing
+
+/// Real sockets on 127.0.0.1, a port the system picks.
+@Suite("RPC over loopback TCP")
+struct LoopbackTests {
+  static let echo = "/test.Echo/Echo"
+  static let deny = "/test.Echo/Deny"
+  static let hang = "/test.Echo/Hang"
+
+  /// A server with an echo (uppercases the value), a method that always refuses, and one that
+  /// reports on `hangs` when it starts, waits until it is cancelled, and reports that too.
+  static func withServer(
+    hangs: AsyncStream<String>.Continuation? = nil, _ body: (Int) async throws -> Void
+  ) async throws {
+    var router = RPCRouter()
+    router.registerUnary(echo, request: MetadataEntry.self, response: MetadataEntry.self) { request, context in
+      var response = request
+      response.value = (request.value ?? "").uppercased() + (context.peer.authToken.map { " for \($0)" } ?? "")
+      return response
+    }
+    router.registerUnary(deny, request: MetadataEntry.self, response: MetadataEntry.self) { _, _ in
+      throw RPCError(code: .permissionDenied, message: "not yours")
+    }
+    router.registerUnary(hang, request: MetadataEntry.self, response: MetadataEntry.self) { request, _ in
+      hangs?.yield("started \(request.key)")
+      let (never, _) = AsyncStream<Void>.makeStream()
+      for await _ in never {}  // Ends only when the task is cancelled.
+      hangs?.yield("cancelled \(request.key)")
+      throw CancellationError()
+    }
+    let server = RPCServer(router: router, configuration: .init(port: 0))
+    try await server.withRunningServer { address in try await body(address.port!) }
+  }
+
+  @Test func healthCheckAndUnaryCalls() async throws {
+    try await Self.withServer { port in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port, configuration: .init(authToken: "driver-42")) { connection in
+        let health = try await connection.unary(HealthService.checkMethod, request: HealthCheckRequest(), response: HealthCheckResponse.self)
+        #expect(health.status == .serving)
+        var unknownService = HealthCheckRequest()
+        unknownService.service = "pushline.Nope"
+        let unknown = try await connection.unary(HealthService.checkMethod, request: unknownService, response: HealthCheckResponse.self)
+        #expect(unknown.status == .serviceUnknown)
+        var request = MetadataEntry(key: "k")
+        request.value = "hello"
+        let echoed = try await connection.unary(Self.echo, request: request, response: MetadataEntry.self)
+        #expect(echoed.value == "HELLO for driver-42")
+        try await connection.ping()
+      }
+    }
+  }
+
+  @Test func failuresArriveAsStatuses() async throws {
+    try await Self.withServer { port in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+        await #expect { try await connection.unary("/test.Echo/Missing", request: MetadataEntry(key: "k"), response: MetadataEntry.self) }
+          throws: { ($0 as? RPCError)?.code == .unimplemented }
+        await #expect { try await connection.unary(Self.deny, request: MetadataEntry(key: "k"), response: MetadataEntry.self) }
+          throws: { ($0 as? RPCError) == RPCError(code: .permissionDenied, message: "not yours") }
+        // An OutageState with no fields is not a MetadataEntry: its required key is missing.
+        await #expect { try await connection.unary(Self.echo, request: OutageState(), response: MetadataEntry.self) }
+          throws: { error in
+            guard let error = error as? RPCError else { return false }
+            return error.code == .invalidArgument && error.message.contains("pushline.rpc.MetadataEntry.key")
+          }
+        // The connection is still good.
+        let after = try await connection.unary(Self.echo, request: MetadataEntry(key: "k"), response: MetadataEntry.self)
+        #expect(after.key == "k")
+      }
+    }
+  }
+
+  @Test func manyConcurrentCallsShareOneConnection() async throws {
+    try await Self.withServer { port in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+        try await withThrowingTaskGroup(of: Void.self) { group in
+          for index in 0..<64 {
+            group.addTask {
+              var request = MetadataEntry(key: "\(index)")
+              request.value = "v\(index)"
+              let response = try await connection.unary(Self.echo, request: request, response: MetadataEntry.self)
+              #expect(response.key == "\(index)" && response.value == "V\(index)")
+            }
+          }
+          try await group.waitForAll()
+        }
+      }
+    }
+  }
+
+  @Test func cancellingTheCallerCancelsTheHandler() async throws {
+    let (hangs, report) = AsyncStream<String>.makeStream()
+    try await Self.withServer(hangs: report) { port in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+        let call = Task { try await connection.unary(Self.hang, request: MetadataEntry(key: "h"), response: MetadataEntry.self) }
+        var events = hangs.makeAsyncIterator()
+        #expect(await events.next() == "started h")
+        call.cancel()
+        await #expect { try await call.value } throws: { ($0 as? RPCError)?.code == .cancelled }
+        #expect(await events.next() == "cancelled h")
+      }
+    }
+  }
+
+  @Test func aCallCancelledBeforeItStartsNeverReachesTheServer() async throws {
+    try await Self.withServer { port in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+        let call = Task {
+          withUnsafeCurrentTask { $0?.cancel() }
+          return try await connection.unary(Self.hang, request: MetadataEntry(key: "h"), response: MetadataEntry.self)
+        }
+        await #expect { try await call.value } throws: { ($0 as? RPCError)?.code == .cancelled }
+      }
+    }
+  }
+
+  /// A peer sending garbage is answered with a GOAWAY and cut off; a well-behaved client on
+  /// the same server keeps being served.
+  @Test func aMisbehavingPeerIsCutOffWhileOthersAreServed() async throws {
+    try await Self.withServer { port in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+        let raw = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port) { channel in
+          channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
+        }
+        let received = try await raw.executeThenClose { inbound, outbound in
+          try await outbound.write(ByteBuffer(string: "GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+          var bytes = ByteBuffer()
+          for try await chunk in inbound { bytes.writeImmutableBuffer(chunk) }  // Until the server closes.
+          return bytes
+        }
+        #expect(received.getBytes(at: 0, length: 8) == Array("PUSHLINE".utf8))
+        #expect(received.getInteger(at: ConnectionPreface.size + 3, as: UInt8.self) == FrameKind.goAway.rawValue)
+        let still = try await connection.unary(Self.echo, request: MetadataEntry(key: "still"), response: MetadataEntry.self)
+        #expect(still.key == "still")
+      }
+    }
+  }
+
+  @Test func anUnreachableServerIsUnavailable() async throws {
+    var port = 0
+    try await Self.withServer { port = $0 }  // The port is free again once the server stops.
+    await #expect {
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port) { _ in }
+    } throws: { ($0 as? RPCError)?.code == .unavailable }
+  }
+}
