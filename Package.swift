@@ -42,7 +42,10 @@ let package = Package(
       dependencies: [
         "PushlineWire",
         "PushlineSchema",
+        "PushlineRPC",
+        "PushlineRPCNIO",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "NIOCore", package: "swift-nio"),
       ],
       swiftSettings: strictSettings
     ),
@@ -79,7 +82,10 @@ let package = Package(
     ),
     .testTarget(
       name: "PushlineCLITests",
-      dependencies: ["PushlineWire", "PushlineSchema", "PushlineCLI"],
+      dependencies: [
+        "PushlineWire", "PushlineSchema", "PushlineRPC", "PushlineRPCNIO", "PushlineCLI",
+        .product(name: "NIOCore", package: "swift-nio"),
+      ],
       swiftSettings: strictSettings
     ),
   ],
