@@ -14,13 +14,29 @@ import Synchronization
 /// }
 /// ```
 public enum RPCClient {
+  /// How the client keeps a quiet connection alive and notices a dead server.
+  public struct Keepalive: Sendable {
+    /// Send a PING when nothing has been sent for this long.
+    public var interval: Duration
+    /// Declare the server dead (GOAWAY, close, calls end UNAVAILABLE) when nothing has been
+    /// received for this long (up to twice as long; see `IdleConnectionHandler`). Pings are
+    /// answered, so a live server is never quiet this long.
+    public var timeout: Duration
+
+    /// Pings after 20 s of quiet; a server silent for 60 s is dead.
+    public init(interval: Duration = .seconds(20), timeout: Duration = .seconds(60)) {
+      self.interval = interval
+      self.timeout = timeout
+    }
+  }
+
   /// Connects, completes the handshake, runs `body` with the connection, then closes it.
   ///
   /// - Throws: ``RPCError`` with UNAVAILABLE when the server cannot be reached or refuses the
   ///   handshake (the GOAWAY's reason in the message), and whatever `body` throws.
   public static func withConnection<Result: Sendable>(
     host: String, port: Int, configuration: ClientConnectionStateMachine.Configuration = .init(),
-    _ body: (RPCConnection) async throws -> Result
+    keepalive: Keepalive = Keepalive(), _ body: (RPCConnection) async throws -> Result
   ) async throws -> Result {
     let channel: NIOAsyncChannel<ConnectionElement, ConnectionElement>
     do {
@@ -31,6 +47,7 @@ public enum RPCClient {
             try channel.pipeline.syncOperations.addHandlers([
               ByteToMessageHandler(FrameDecoder(maxPayloadLength: configuration.limits.maxFrameSize)),
               MessageToByteHandler(FrameEncoder()),
+              IdleConnectionHandler(readTimeout: TimeAmount(keepalive.timeout), pingInterval: TimeAmount(keepalive.interval)),
             ])
             return try NIOAsyncChannel<ConnectionElement, ConnectionElement>(wrappingChannelSynchronously: channel)
           }

@@ -19,12 +19,21 @@ public struct RPCServer: Sendable {
     /// The port; 0 picks a free one (see ``withRunningServer(_:)``).
     public var port: Int
     public var connection: ServerConnectionStateMachine.Configuration
+    /// A connection on which the client sends nothing for this long (up to twice as long; see
+    /// `IdleConnectionHandler`) is closed with a GOAWAY: dead clients, and peers that send half
+    /// a frame and stop. Longer than the keepalive interval announced to clients, so that a
+    /// live client's pings always arrive in time.
+    public var idleTimeout: Duration
 
     /// A configuration listening on `host`:`port`.
-    public init(host: String = "127.0.0.1", port: Int = 7400, connection: ServerConnectionStateMachine.Configuration = .init()) {
+    public init(
+      host: String = "127.0.0.1", port: Int = 7400, connection: ServerConnectionStateMachine.Configuration = .init(),
+      idleTimeout: Duration = .seconds(75)
+    ) {
       self.host = host
       self.port = port
       self.connection = connection
+      self.idleTimeout = idleTimeout
     }
   }
 
@@ -58,6 +67,7 @@ public struct RPCServer: Sendable {
 
   private func bind() async throws -> Listener {
     let maxFrameSize = configuration.connection.limits.maxFrameSize
+    let idleTimeout = TimeAmount(configuration.idleTimeout)
     return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
       .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
       .serverChannelOption(.backlog, value: 256)
@@ -67,6 +77,7 @@ public struct RPCServer: Sendable {
           try channel.pipeline.syncOperations.addHandlers([
             ByteToMessageHandler(FrameDecoder(maxPayloadLength: maxFrameSize)),
             MessageToByteHandler(FrameEncoder()),
+            IdleConnectionHandler(readTimeout: idleTimeout),
           ])
           return try NIOAsyncChannel<ConnectionElement, ConnectionElement>(wrappingChannelSynchronously: channel)
         }

@@ -16,7 +16,7 @@ struct LoopbackTests {
   /// A server with an echo (uppercases the value), a method that always refuses, and one that
   /// reports on `hangs` when it starts, waits until it is cancelled, and reports that too.
   static func withServer(
-    hangs: AsyncStream<String>.Continuation? = nil, _ body: (Int) async throws -> Void
+    hangs: AsyncStream<String>.Continuation? = nil, idleTimeout: Duration = .seconds(75), _ body: (Int) async throws -> Void
   ) async throws {
     var router = RPCRouter()
     router.registerUnary(echo, request: MetadataEntry.self, response: MetadataEntry.self) { request, context in
@@ -34,7 +34,7 @@ struct LoopbackTests {
       hangs?.yield("cancelled \(request.key)")
       throw CancellationError()
     }
-    let server = RPCServer(router: router, configuration: .init(port: 0))
+    let server = RPCServer(router: router, configuration: .init(port: 0, idleTimeout: idleTimeout))
     try await server.withRunningServer { address in try await body(address.port!) }
   }
 
@@ -139,6 +139,26 @@ struct LoopbackTests {
         let still = try await connection.unary(Self.echo, request: MetadataEntry(key: "still"), response: MetadataEntry.self)
         #expect(still.key == "still")
       }
+    }
+  }
+
+  /// A peer that sends half a frame and goes silent is closed by the server's idle timeout
+  /// (the test waits for the server's EOF, not for a time).
+  @Test func halfAFrameThenSilenceIsCutOffByTheIdleTimeout() async throws {
+    try await Self.withServer(idleTimeout: .milliseconds(200)) { port in
+      let raw = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port) { channel in
+        channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
+      }
+      let received = try await raw.executeThenClose { inbound, outbound in
+        try await outbound.write(ByteBuffer(bytes: ConnectionPreface().bytes + [0x00, 0x00, 0x10, 0x00]))
+        var bytes = ByteBuffer()
+        for try await chunk in inbound { bytes.writeImmutableBuffer(chunk) }
+        return bytes
+      }
+      let frame = try #require(received.getBytes(at: 0, length: received.readableBytes))
+      #expect(frame[3] == FrameKind.goAway.rawValue)
+      let goAway = try GoAway(serializedBytes: Array(frame.dropFirst(FrameHeader.size)))
+      #expect(goAway.message?.hasPrefix("idle") == true)
     }
   }
 

@@ -1,0 +1,60 @@
+import NIOCore
+import NIOEmbedded
+import PushlineRPC
+import PushlineRPCNIO
+import PushlineSchema
+import PushlineWire
+import Testing
+
+/// Idleness on NIO's own clock: EmbeddedEventLoop.advanceTime, no sleeping.
+@Suite("Idle connections")
+struct IdleConnectionHandlerTests {
+  static func channel(read: TimeAmount? = nil, write: TimeAmount? = nil) throws -> EmbeddedChannel {
+    let channel = EmbeddedChannel()
+    try channel.pipeline.syncOperations.addHandler(IdleConnectionHandler(readTimeout: read, pingInterval: write))
+    try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
+    return channel
+  }
+
+  @Test func aSilentPeerGetsAGoAwayAndIsClosed() throws {
+    let channel = try Self.channel(read: .seconds(75))
+    channel.embeddedEventLoop.advanceTime(by: .seconds(74))
+    #expect(try channel.readOutbound(as: ConnectionElement.self) == nil)
+    #expect(channel.isActive)
+    channel.embeddedEventLoop.advanceTime(by: .seconds(1))
+    guard case .frame(let frame)? = try channel.readOutbound(as: ConnectionElement.self), frame.kind == .goAway else {
+      Issue.record("expected a GOAWAY")
+      return
+    }
+    #expect(try GoAway(serializedBytes: frame.payload).code == StatusCode.unavailable.rawValue)
+    #expect(!channel.isActive)
+  }
+
+  @Test func aReadInEveryPeriodKeepsTheConnectionOpen() throws {
+    let channel = try Self.channel(read: .seconds(10))
+    for _ in 0..<5 {
+      try channel.writeInbound(ConnectionElement.frame(Frame(kind: .pong, callID: 0, payload: [1, 2, 3, 4, 5, 6, 7, 8])))
+      _ = try channel.readInbound(as: ConnectionElement.self)
+      channel.embeddedEventLoop.advanceTime(by: .seconds(10))
+    }
+    #expect(channel.isActive)
+    #expect(try channel.readOutbound(as: ConnectionElement.self) == nil)
+    channel.embeddedEventLoop.advanceTime(by: .seconds(10))  // A whole period of silence.
+    #expect(!channel.isActive)
+  }
+
+  @Test func aQuietConnectionPings() throws {
+    let channel = try Self.channel(write: .seconds(20))
+    try channel.writeOutbound(ConnectionElement.frame(Frame(kind: .halfClose, callID: 1)))
+    _ = try channel.readOutbound(as: ConnectionElement.self)
+    channel.embeddedEventLoop.advanceTime(by: .seconds(20))
+    #expect(try channel.readOutbound(as: ConnectionElement.self) == nil)  // It wrote in this period.
+    channel.embeddedEventLoop.advanceTime(by: .seconds(20))
+    guard case .frame(let frame)? = try channel.readOutbound(as: ConnectionElement.self) else {
+      Issue.record("expected a PING")
+      return
+    }
+    #expect(frame.kind == .ping && frame.payload.count == 8)
+    #expect(channel.isActive)
+  }
+}
