@@ -1,49 +1,81 @@
-import PushlineSchema
 public import PushlineWire
 
 /// The methods a server serves, by name, each with its typed handler.
 ///
-/// Handlers are written with async/await. A unary handler receives the decoded request and
-/// returns the response; a request that does not decode ends the call with INVALID_ARGUMENT
-/// naming the decoding error, an ``RPCError`` thrown by the handler ends it with that status,
-/// and any other error with UNKNOWN.
+/// Handlers are written with async/await. A request that does not decode ends the call with
+/// INVALID_ARGUMENT naming the decoding error; an ``RPCError`` thrown by the handler ends it
+/// with that status; cancellation with CANCELLED; any other error with UNKNOWN.
 public struct RPCRouter: Sendable {
-  /// A handler over raw message bytes: the transport's view of every registered method. It
-  /// throws only ``RPCError``s.
-  public typealias Handler = @Sendable (_ request: [UInt8], _ context: ServerContext) async throws -> [UInt8]
+  /// Sends one response message of a call. It returns once the transport has taken the
+  /// message (the connection can take more bytes), so a handler that streams cannot outrun a
+  /// slow client; it throws CANCELLED once the call is over.
+  public typealias ResponseSink = @Sendable (_ message: [UInt8]) async throws -> Void
 
-  private var handlers: [String: Handler] = [:]
+  /// A method's handler over raw bytes: the transport's view of every registered method. It
+  /// throws only ``RPCError``s.
+  public typealias Handler = @Sendable (_ request: [UInt8], _ respond: @escaping ResponseSink, _ context: ServerContext) async throws
+    -> Void
+
+  /// How many response messages a method sends.
+  public enum Kind: Sendable {
+    /// Exactly one.
+    case unary
+    /// Any number, then the status.
+    case serverStreaming
+  }
+
+  private var registered: [String: (kind: Kind, handler: Handler)] = [:]
 
   /// A router serving nothing.
   public init() {}
 
   /// The methods served.
-  public var methods: [String] { handlers.keys.sorted() }
+  public var methods: [String] { registered.keys.sorted() }
 
-  /// Serves `method` with a unary handler.
+  /// Serves `method` with a unary handler: one request, one response.
   public mutating func registerUnary<Request: WireMessage, Response: WireMessage>(
     _ method: String, request: Request.Type, response: Response.Type,
     handler: @escaping @Sendable (Request, ServerContext) async throws -> Response
   ) {
-    handlers[method] = { bytes, context in
-      let request: Request
-      do {
-        request = try Request(serializedBytes: bytes)
-      } catch {
-        throw RPCError(code: .invalidArgument, message: "\(Request.protoName): \(error)")
-      }
-      do {
-        return try await handler(request, context).serializedBytes()
-      } catch let error as RPCError {
-        throw error
-      } catch is CancellationError {
-        throw RPCError(code: .cancelled, message: "the call was cancelled")
-      } catch {
-        throw RPCError(code: .unknown, message: "\(error)")
-      }
+    registered[method] = (.unary, { bytes, respond, context in
+      let request = try Self.decode(Request.self, bytes)
+      let response = try await Self.mappingErrors { try await handler(request, context) }
+      try await respond(response.serializedBytes())
+    })
+  }
+
+  /// Serves `method` with a server-streaming handler: one request, any number of responses
+  /// written through the ``ResponseWriter``, then the status (OK when the handler returns).
+  public mutating func registerServerStreaming<Request: WireMessage, Response: WireMessage>(
+    _ method: String, request: Request.Type, response: Response.Type,
+    handler: @escaping @Sendable (Request, ResponseWriter<Response>, ServerContext) async throws -> Void
+  ) {
+    registered[method] = (.serverStreaming, { bytes, respond, context in
+      let request = try Self.decode(Request.self, bytes)
+      try await Self.mappingErrors { try await handler(request, ResponseWriter(sink: respond), context) }
+    })
+  }
+
+  /// The handler of `method` and its kind, or `nil` when it is not served (UNIMPLEMENTED).
+  public func handler(for method: String) -> (kind: Kind, handler: Handler)? { registered[method] }
+
+  private static func decode<Request: WireMessage>(_: Request.Type, _ bytes: [UInt8]) throws -> Request {
+    do {
+      return try Request(serializedBytes: bytes)
+    } catch {
+      throw RPCError(code: .invalidArgument, message: "\(Request.protoName): \(error)")
     }
   }
 
-  /// The handler of `method`, or `nil` when it is not served (UNIMPLEMENTED).
-  public func handler(for method: String) -> Handler? { handlers[method] }
+  private static func mappingErrors<Result>(_ body: () async throws -> Result) async throws -> Result {
+    do {
+      return try await body()
+    } catch let error as RPCError {
+      throw error
+    } catch is CancellationError {
+      throw RPCError(code: .cancelled, message: "the call was cancelled")
+    } catch {
+      throw RPCError(code: .unknown, message: "\(error)")
+    }
+  }
 }

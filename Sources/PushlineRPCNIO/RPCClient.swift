@@ -89,6 +89,7 @@ public final class RPCConnection: Sendable {
     case closed
     case ready(CheckedContinuation<ClientConnectionStateMachine.Server, any Error>)
     case unary(CallHandle, method: String, request: [UInt8], timeout: Duration?, CheckedContinuation<[UInt8], any Error>)
+    case serverStreaming(CallHandle, method: String, request: [UInt8], timeout: Duration?, AsyncThrowingStream<[UInt8], any Error>.Continuation)
     case cancel(CallHandle)
     case ping([UInt8], CheckedContinuation<Void, any Error>)
   }
@@ -131,6 +132,26 @@ public final class RPCConnection: Sendable {
     }
   }
 
+  /// Makes a server-streaming call: one request, then the responses as they arrive.
+  ///
+  /// The sequence ends when the server ends the call with OK, and throws ``RPCError`` with the
+  /// status otherwise. Abandoning the iteration (or cancelling the iterating task) cancels the
+  /// call. Responses are buffered on the client as they arrive.
+  public func serverStreaming<Request: WireMessage, Response: WireMessage>(
+    _ method: String, request: Request, response: Response.Type, timeout: Duration? = nil
+  ) -> RPCResponseStream<Response> {
+    let handle = CallHandle()
+    let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
+    continuation.onTermination = { [events] termination in
+      if case .cancelled = termination {
+        handle.isCancelled.withLock { $0 = true }
+        events.yield(.cancel(handle))
+      }
+    }
+    events.yield(.serverStreaming(handle, method: method, request: request.serializedBytes(), timeout: timeout, continuation))
+    return RPCResponseStream(raw: stream)
+  }
+
   /// Sends a PING and waits for its PONG: a round trip through the server's connection.
   public func ping() async throws {
     let payload = (0..<8).map { _ in UInt8.random(in: 0...255) }
@@ -145,7 +166,18 @@ public final class RPCConnection: Sendable {
     var machine = ClientConnectionStateMachine(configuration: configuration)
     var server: ClientConnectionStateMachine.Server?
     var readyWaiters: [CheckedContinuation<ClientConnectionStateMachine.Server, any Error>] = []
-    var calls: [UInt32: (handle: CallHandle, continuation: CheckedContinuation<[UInt8], any Error>, response: [UInt8]?)] = [:]
+    enum Waiter {
+      case unary(CheckedContinuation<[UInt8], any Error>, response: [UInt8]?)
+      case stream(AsyncThrowingStream<[UInt8], any Error>.Continuation)
+
+      func fail(_ error: any Error) {
+        switch self {
+        case .unary(let continuation, _): continuation.resume(throwing: error)
+        case .stream(let continuation): continuation.finish(throwing: error)
+        }
+      }
+    }
+    var calls: [UInt32: (handle: CallHandle, waiter: Waiter)] = [:]
     var pings: [[UInt8]: CheckedContinuation<Void, any Error>] = [:]
     var closedReason = RPCError(code: .unavailable, message: "the connection closed")
 
@@ -159,15 +191,22 @@ public final class RPCConnection: Sendable {
           for waiter in readyWaiters { waiter.resume(returning: settled) }
           readyWaiters = []
         case .deliverMessage(let callID, let payload, _):
-          calls[callID]?.response = payload
+          switch calls[callID]?.waiter {
+          case .unary(let continuation, _): calls[callID]?.waiter = .unary(continuation, response: payload)
+          case .stream(let continuation): continuation.yield(payload)
+          case nil: break
+          }
         case .finishCall(let callID, let status):
           guard let call = calls.removeValue(forKey: callID) else { continue }
-          if status.code == StatusCode.ok.rawValue, let response = call.response {
-            call.continuation.resume(returning: response)
-          } else if status.code == StatusCode.ok.rawValue {
-            call.continuation.resume(throwing: RPCError(code: .internal, message: "the call ended OK without a response"))
-          } else {
-            call.continuation.resume(throwing: RPCError(status: status))
+          switch (call.waiter, status.code == StatusCode.ok.rawValue) {
+          case (.unary(let continuation, let response?), true):
+            continuation.resume(returning: response)
+          case (.unary(let continuation, nil), true):
+            continuation.resume(throwing: RPCError(code: .internal, message: "the call ended OK without a response"))
+          case (.stream(let continuation), true):
+            continuation.finish()
+          case (let waiter, false):
+            waiter.fail(RPCError(status: status))
           }
         case .pongReceived(let payload):
           pings.removeValue(forKey: payload)?.resume()
@@ -182,13 +221,35 @@ public final class RPCConnection: Sendable {
       return true
     }
 
+    /// Starts a call unless the connection is closed or the caller already cancelled; false
+    /// when the connection must shut down.
+    func startCall(_ handle: CallHandle, _ method: String, _ request: [UInt8], _ timeout: Duration?, _ waiter: Waiter) async -> Bool {
+      guard isOpen else {
+        waiter.fail(closedReason)
+        return true
+      }
+      guard !handle.isCancelled.withLock({ $0 }) else {
+        waiter.fail(RPCError(code: .cancelled, message: "cancelled by the client"))
+        return true
+      }
+      var start = CallStart(method: method)
+      start.timeoutMillis = timeout.map { UInt32(clamping: $0.components.seconds * 1_000 + $0.components.attoseconds / 1_000_000_000_000_000) }
+      let (callID, actions) = machine.startCall(start)
+      guard let callID else {
+        waiter.fail(closedReason)
+        return true
+      }
+      calls[callID] = (handle, waiter)
+      return await execute(actions + machine.send(message: request, compressed: false, callID: callID) + machine.halfClose(callID: callID))
+    }
+
     var isOpen = await execute(machine.start())
     func shutDown() {
       isOpen = false
       for action in machine.connectionClosed() {
-        if case .finishCall(let callID, _) = action { calls.removeValue(forKey: callID)?.continuation.resume(throwing: closedReason) }
+        if case .finishCall(let callID, _) = action { calls.removeValue(forKey: callID)?.waiter.fail(closedReason) }
       }
-      for call in calls.values { call.continuation.resume(throwing: closedReason) }
+      for call in calls.values { call.waiter.fail(closedReason) }
       calls = [:]
       for waiter in readyWaiters { waiter.resume(throwing: closedReason) }
       readyWaiters = []
@@ -223,24 +284,9 @@ public final class RPCConnection: Sendable {
           waiter.resume(throwing: closedReason)
         }
       case .unary(let handle, let method, let request, let timeout, let continuation):
-        guard isOpen else {
-          continuation.resume(throwing: closedReason)
-          continue
-        }
-        guard !handle.isCancelled.withLock({ $0 }) else {
-          continuation.resume(throwing: RPCError(code: .cancelled, message: "cancelled by the client"))
-          continue
-        }
-        var start = CallStart(method: method)
-        start.timeoutMillis = timeout.map { UInt32(clamping: $0.components.seconds * 1_000 + $0.components.attoseconds / 1_000_000_000_000_000) }
-        let (callID, actions) = machine.startCall(start)
-        guard let callID else {
-          continuation.resume(throwing: closedReason)
-          continue
-        }
-        calls[callID] = (handle, continuation, nil)
-        let sends = actions + machine.send(message: request, compressed: false, callID: callID) + machine.halfClose(callID: callID)
-        if await !execute(sends) { shutDown() }
+        if await !startCall(handle, method, request, timeout, .unary(continuation, response: nil)) { shutDown() }
+      case .serverStreaming(let handle, let method, let request, let timeout, let continuation):
+        if await !startCall(handle, method, request, timeout, .stream(continuation)) { shutDown() }
       case .cancel(let handle):
         guard isOpen, let callID = calls.first(where: { $0.value.handle === handle })?.key else { continue }
         if await !execute(machine.cancel(callID: callID)) { shutDown() }

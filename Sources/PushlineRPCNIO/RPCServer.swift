@@ -99,7 +99,8 @@ public struct RPCServer: Sendable {
     case received(ConnectionElement)
     case violation(ProtocolViolation)
     case peerClosed
-    case response(callID: UInt32, [UInt8])
+    /// A handler's response message; resumed once it is written (or the call is over).
+    case response(callID: UInt32, [UInt8], CheckedContinuation<Void, any Error>)
     case finished(callID: UInt32, CallStatus)
   }
 
@@ -136,8 +137,15 @@ public struct RPCServer: Sendable {
             actions = machine.receivedViolation(violation)
           case .peerClosed:
             break connection
-          case .response(let callID, let message):
-            actions = machine.send(message: message, compressed: false, callID: callID)
+          case .response(let callID, let message, let written):
+            let writes = machine.send(message: message, compressed: false, callID: callID)
+            guard !writes.isEmpty else {
+              written.resume(throwing: RPCError(code: .cancelled, message: "the call is over"))
+              continue
+            }
+            for case .write(let elements) in writes { try? await outbound.write(contentsOf: elements) }
+            written.resume()
+            continue
           case .finished(let callID, let status):
             calls[callID] = nil
             actions = machine.finishCall(callID: callID, status: status)
@@ -158,19 +166,25 @@ public struct RPCServer: Sendable {
             case .deliverMessage(let callID, let payload, _):
               calls[callID]?.requests.append(payload)
             case .deliverEndOfRequests(let callID):
-              guard var call = calls[callID], let handler = router.handler(for: call.context.method) else { continue }
+              guard var call = calls[callID], let (_, handler) = router.handler(for: call.context.method) else { continue }
               guard call.requests.count == 1 else {
                 continuation.yield(.finished(callID: callID, RPCError(
-                  code: .invalidArgument, message: "a unary call takes one request, got \(call.requests.count)").status))
+                  code: .invalidArgument, message: "the method takes one request, got \(call.requests.count)").status))
                 continue
               }
               let (request, context) = (call.requests[0], call.context)
+              let respond: RPCRouter.ResponseSink = { message in
+                try await withCheckedThrowingContinuation { written in
+                  if case .terminated = continuation.yield(.response(callID: callID, message, written)) {
+                    written.resume(throwing: RPCError(code: .cancelled, message: "the connection closed"))
+                  }
+                }
+              }
               // A task per call, not a child of the connection's group: a CANCEL stops this
               // call's handler alone.
               call.handler = Task {
                 do {
-                  let response = try await handler(request, context)
-                  continuation.yield(.response(callID: callID, response))
+                  try await handler(request, respond, context)
                   continuation.yield(.finished(callID: callID, CallStatus(code: StatusCode.ok.rawValue)))
                 } catch {
                   let failure = error as? RPCError ?? RPCError(code: .unknown, message: "\(error)")

@@ -12,6 +12,9 @@ struct LoopbackTests {
   static let echo = "/test.Echo/Echo"
   static let deny = "/test.Echo/Deny"
   static let hang = "/test.Echo/Hang"
+  static let count = "/test.Echo/Count"
+  static let hangStream = "/test.Echo/HangStream"
+  static let countThenFail = "/test.Echo/CountThenFail"
 
   /// A server with an echo (uppercases the value), a method that always refuses, and one that
   /// reports on `hangs` when it starts, waits until it is cancelled, and reports that too.
@@ -33,6 +36,21 @@ struct LoopbackTests {
       for await _ in never {}  // Ends only when the task is cancelled.
       hangs?.yield("cancelled \(request.key)")
       throw CancellationError()
+    }
+    // Streams `value` as a count: one response per number from 1, each keyed by its number.
+    router.registerServerStreaming(count, request: MetadataEntry.self, response: MetadataEntry.self) { request, writer, _ in
+      for number in 1...(Int(request.value ?? "0") ?? 0) { try await writer.write(MetadataEntry(key: "\(number)")) }
+    }
+    router.registerServerStreaming(hangStream, request: MetadataEntry.self, response: MetadataEntry.self) { request, _, _ in
+      hangs?.yield("started \(request.key)")
+      let (never, _) = AsyncStream<Void>.makeStream()
+      for await _ in never {}
+      hangs?.yield("cancelled \(request.key)")
+      throw CancellationError()
+    }
+    router.registerServerStreaming(countThenFail, request: MetadataEntry.self, response: MetadataEntry.self) { _, writer, _ in
+      try await writer.write(MetadataEntry(key: "1"))
+      throw RPCError(code: .dataLoss, message: "lost the rest")
     }
     let server = RPCServer(router: router, configuration: .init(port: 0, idleTimeout: idleTimeout))
     try await server.withRunningServer { address in try await body(address.port!) }
@@ -72,6 +90,50 @@ struct LoopbackTests {
         // The connection is still good.
         let after = try await connection.unary(Self.echo, request: MetadataEntry(key: "k"), response: MetadataEntry.self)
         #expect(after.key == "k")
+      }
+    }
+  }
+
+  @Test func aServerStreamDeliversEveryResponseInOrderThenEnds() async throws {
+    try await Self.withServer { port in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+        var request = MetadataEntry(key: "n")
+        request.value = "2000"
+        var keys: [String] = []
+        for try await response in connection.serverStreaming(Self.count, request: request, response: MetadataEntry.self) {
+          keys.append(response.key)
+        }
+        #expect(keys == (1...2000).map(String.init))
+      }
+    }
+  }
+
+  @Test func aFailingStreamDeliversWhatCameThenThrowsItsStatus() async throws {
+    try await Self.withServer { port in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+        var keys: [String] = []
+        await #expect {
+          for try await response in connection.serverStreaming(Self.countThenFail, request: MetadataEntry(key: "n"), response: MetadataEntry.self) {
+            keys.append(response.key)
+          }
+        } throws: { ($0 as? RPCError) == RPCError(code: .dataLoss, message: "lost the rest") }
+        #expect(keys == ["1"])
+      }
+    }
+  }
+
+  @Test func abandoningAStreamCancelsTheCallOnTheServer() async throws {
+    let (hangs, report) = AsyncStream<String>.makeStream()
+    try await Self.withServer(hangs: report) { port in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+        var events = hangs.makeAsyncIterator()
+        let consumer = Task {
+          for try await _ in connection.serverStreaming(Self.hangStream, request: MetadataEntry(key: "s"), response: MetadataEntry.self) {}
+        }
+        #expect(await events.next() == "started s")
+        consumer.cancel()
+        #expect(await events.next() == "cancelled s")
+        _ = await consumer.result
       }
     }
   }

@@ -1,0 +1,14 @@
+public import PushlineWire
+
+/// Writes the response messages of a server-streaming call.
+public struct ResponseWriter<Response: WireMessage>: Sendable {
+  let sink: RPCRouter.ResponseSink
+
+  /// Sends `response`, returning once the connection has taken it: a slow client makes the
+  /// handler wait rather than the server's memory grow.
+  ///
+  /// - Throws: ``RPCError`` CANCELLED once the call is over (the client cancelled or left).
+  public func write(_ response: Response) async throws {
+    try await sink(response.serializedBytes())
+  }
+}
