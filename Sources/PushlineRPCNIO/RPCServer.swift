@@ -3,6 +3,7 @@ public import NIOCore
 import NIOPosix
 public import PushlineRPC
 import PushlineSchema
+import Synchronization
 
 /// A Pushline RPC server on TCP: it accepts connections and serves each with the methods of
 /// its ``RPCRouter``, following ``ServerConnectionStateMachine``.
@@ -24,16 +25,20 @@ public struct RPCServer: Sendable {
     /// a frame and stop. Longer than the keepalive interval announced to clients, so that a
     /// live client's pings always arrive in time.
     public var idleTimeout: Duration
+    /// On shutdown, how long calls in progress may still run after the GOAWAY before they are
+    /// cancelled.
+    public var gracePeriod: Duration
 
     /// A configuration listening on `host`:`port`.
     public init(
       host: String = "127.0.0.1", port: Int = 7400, connection: ServerConnectionStateMachine.Configuration = .init(),
-      idleTimeout: Duration = .seconds(75)
+      idleTimeout: Duration = .seconds(75), gracePeriod: Duration = .seconds(10)
     ) {
       self.host = host
       self.port = port
       self.connection = connection
       self.idleTimeout = idleTimeout
+      self.gracePeriod = gracePeriod
     }
   }
 
@@ -48,19 +53,28 @@ public struct RPCServer: Sendable {
     self.configuration = configuration
   }
 
-  /// Binds, runs `body` with the bound address while serving, then stops serving.
+  /// Binds, runs `body` with the bound address while serving, then shuts down gracefully:
+  /// no new connections, a GOAWAY on every connection, calls in progress get the grace period
+  /// to finish, then everything still running is cancelled.
+  ///
+  /// If `body` throws, the server stops at once, without the grace period.
   public func withRunningServer<Result: Sendable>(_ body: (SocketAddress) async throws -> Result) async throws -> Result {
     let listener = try await bind()
+    let connections = ConnectionRegistry()
     return try await withThrowingTaskGroup(of: Void.self) { group in
-      group.addTask { try await serve(listener) }
-      defer { group.cancelAll() }
-      return try await body(listener.channel.localAddress!)
+      group.addTask { try await serve(listener, connections: connections) }
+      let result: Result
+      do {
+        result = try await body(listener.channel.localAddress!)
+      } catch {
+        group.cancelAll()
+        throw error
+      }
+      connections.shutDown()
+      try? await listener.channel.close()
+      try await group.waitForAll()
+      return result
     }
-  }
-
-  /// Binds and serves until the task is cancelled.
-  public func run() async throws {
-    try await serve(try await bind())
   }
 
   private typealias Listener = NIOAsyncChannel<NIOAsyncChannel<ConnectionElement, ConnectionElement>, Never>
@@ -84,11 +98,11 @@ public struct RPCServer: Sendable {
       }
   }
 
-  private func serve(_ listener: Listener) async throws {
+  private func serve(_ listener: Listener, connections registry: ConnectionRegistry) async throws {
     try await withThrowingDiscardingTaskGroup { group in
-      try await listener.executeThenClose { connections in
+      try? await listener.executeThenClose { connections in
         for try await connection in connections {
-          group.addTask { await serve(connection) }
+          group.addTask { await serve(connection, registry: registry) }
         }
       }
     }
@@ -102,6 +116,44 @@ public struct RPCServer: Sendable {
     /// A handler's response message; resumed once it is written (or the call is over).
     case response(callID: UInt32, [UInt8], CheckedContinuation<Void, any Error>)
     case finished(callID: UInt32, CallStatus)
+    /// The server is shutting down: GOAWAY, then drain.
+    case shutDown
+    /// The grace period after the GOAWAY is over: cancel what still runs.
+    case graceExpired
+  }
+
+  /// The connections being served, so that a shutdown reaches each of them.
+  private final class ConnectionRegistry: Sendable {
+    private struct State {
+      var isShuttingDown = false
+      var nextID = 0
+      var connections: [Int: AsyncStream<Event>.Continuation] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// Registers a connection's event stream; a connection arriving during shutdown is told at once.
+    func register(_ events: AsyncStream<Event>.Continuation) -> Int {
+      let (id, isShuttingDown) = state.withLock { state in
+        state.nextID += 1
+        state.connections[state.nextID] = events
+        return (state.nextID, state.isShuttingDown)
+      }
+      if isShuttingDown { events.yield(.shutDown) }
+      return id
+    }
+
+    func remove(_ id: Int) {
+      _ = state.withLock { $0.connections.removeValue(forKey: id) }
+    }
+
+    func shutDown() {
+      let connections = state.withLock { state in
+        state.isShuttingDown = true
+        return Array(state.connections.values)
+      }
+      for events in connections { events.yield(.shutDown) }
+    }
   }
 
   /// A call between its start and its end.
@@ -111,9 +163,12 @@ public struct RPCServer: Sendable {
     var handler: Task<Void, Never>?
   }
 
-  private func serve(_ channel: NIOAsyncChannel<ConnectionElement, ConnectionElement>) async {
+  private func serve(_ channel: NIOAsyncChannel<ConnectionElement, ConnectionElement>, registry: ConnectionRegistry) async {
     try? await channel.executeThenClose { inbound, outbound in
       let (events, continuation) = AsyncStream<Event>.makeStream()
+      let registration = registry.register(continuation)
+      defer { registry.remove(registration) }
+      let gracePeriod = configuration.gracePeriod
       await withDiscardingTaskGroup { group in
         group.addTask {
           do {
@@ -149,6 +204,15 @@ public struct RPCServer: Sendable {
           case .finished(let callID, let status):
             calls[callID] = nil
             actions = machine.finishCall(callID: callID, status: status)
+          case .shutDown:
+            actions = machine.shutDown()
+            group.addTask {
+              try? await Task.sleep(for: gracePeriod)
+              continuation.yield(.graceExpired)
+            }
+          case .graceExpired:
+            for call in calls.values { call.handler?.cancel() }
+            continue
           }
           for action in actions {
             switch action {

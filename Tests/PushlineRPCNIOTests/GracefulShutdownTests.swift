@@ -1,0 +1,74 @@
+import NIOCore
+import PushlineRPC
+import PushlineRPCNIO
+import PushlineSchema
+import Testing
+
+@Suite("Graceful shutdown over loopback TCP")
+struct GracefulShutdownTests {
+  /// The server shuts down while a call is in flight: the call completes, the server stops
+  /// afterwards, and the client's connection takes no new calls.
+  @Test func aCallInFlightCompletesAfterTheGoAway() async throws {
+    let (started, reportStart) = AsyncStream<Void>.makeStream()
+    let (gate, openGate) = AsyncStream<Void>.makeStream()
+    var router = RPCRouter()
+    router.registerUnary("/test.Slow/Call", request: MetadataEntry.self, response: MetadataEntry.self) { request, _ in
+      reportStart.yield()
+      for await _ in gate { break }  // Until the test lets it finish.
+      return request
+    }
+    let (ports, reportPort) = AsyncStream<Int>.makeStream()
+    let (stop, stopServer) = AsyncStream<Void>.makeStream()
+    let server = Task {
+      try await RPCServer(router: router, configuration: .init(port: 0, gracePeriod: .seconds(60))).withRunningServer { address in
+        reportPort.yield(address.port!)
+        for await _ in stop { break }
+      }
+    }
+    var portIterator = ports.makeAsyncIterator()
+    let port = try #require(await portIterator.next())
+    try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+      let slow = Task { try await connection.unary("/test.Slow/Call", request: MetadataEntry(key: "in flight"), response: MetadataEntry.self) }
+      var startedIterator = started.makeAsyncIterator()
+      await startedIterator.next()
+      stopServer.yield()  // GOAWAY now; the call keeps running.
+      openGate.yield()
+      let finished = try await slow.value
+      #expect(finished.key == "in flight")
+      await #expect {
+        try await connection.unary(HealthService.checkMethod, request: HealthCheckRequest(), response: HealthCheckResponse.self)
+      } throws: { ($0 as? RPCError)?.code == .unavailable }
+    }
+    try await server.value
+  }
+
+  /// Handlers that outlive the grace period are cancelled, and the server still stops.
+  @Test func handlersPastTheGracePeriodAreCancelled() async throws {
+    let (started, reportStart) = AsyncStream<Void>.makeStream()
+    var router = RPCRouter()
+    router.registerUnary("/test.Slow/Forever", request: MetadataEntry.self, response: MetadataEntry.self) { _, _ in
+      reportStart.yield()
+      let (never, _) = AsyncStream<Void>.makeStream()
+      for await _ in never {}
+      throw CancellationError()
+    }
+    let (ports, reportPort) = AsyncStream<Int>.makeStream()
+    let (stop, stopServer) = AsyncStream<Void>.makeStream()
+    let server = Task {
+      try await RPCServer(router: router, configuration: .init(port: 0, gracePeriod: .milliseconds(50))).withRunningServer { address in
+        reportPort.yield(address.port!)
+        for await _ in stop { break }
+      }
+    }
+    var portIterator = ports.makeAsyncIterator()
+    let port = try #require(await portIterator.next())
+    try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+      let forever = Task { try await connection.unary("/test.Slow/Forever", request: MetadataEntry(key: "k"), response: MetadataEntry.self) }
+      var startedIterator = started.makeAsyncIterator()
+      await startedIterator.next()
+      stopServer.yield()
+      await #expect { try await forever.value } throws: { ($0 as? RPCError)?.code == .cancelled }
+    }
+    try await server.value
+  }
+}
