@@ -68,7 +68,7 @@ public enum RPCClient {
           continuation.yield(.closed)
         }
         group.addTask {
-          await RPCConnection.run(events: events, outbound: outbound, configuration: configuration)
+          await RPCConnection.run(events: events, feedback: continuation, outbound: outbound, configuration: configuration)
         }
         defer {
           continuation.finish()
@@ -91,6 +91,7 @@ public final class RPCConnection: Sendable {
     case unary(CallHandle, method: String, request: [UInt8], timeout: Duration?, CheckedContinuation<[UInt8], any Error>)
     case serverStreaming(CallHandle, method: String, request: [UInt8], timeout: Duration?, AsyncThrowingStream<[UInt8], any Error>.Continuation)
     case cancel(CallHandle)
+    case deadline(CallHandle)
     case ping([UInt8], CheckedContinuation<Void, any Error>)
   }
 
@@ -160,7 +161,8 @@ public final class RPCConnection: Sendable {
 
   /// The connection's loop: the state machine and the continuations of the calls waiting on it.
   static func run(
-    events: AsyncStream<Event>, outbound: NIOAsyncChannelOutboundWriter<ConnectionElement>,
+    events: AsyncStream<Event>, feedback: AsyncStream<Event>.Continuation,
+    outbound: NIOAsyncChannelOutboundWriter<ConnectionElement>,
     configuration: ClientConnectionStateMachine.Configuration
   ) async {
     var machine = ClientConnectionStateMachine(configuration: configuration)
@@ -177,7 +179,7 @@ public final class RPCConnection: Sendable {
         }
       }
     }
-    var calls: [UInt32: (handle: CallHandle, waiter: Waiter)] = [:]
+    var calls: [UInt32: (handle: CallHandle, waiter: Waiter, deadline: Task<Void, Never>?)] = [:]
     var pings: [[UInt8]: CheckedContinuation<Void, any Error>] = [:]
     var closedReason = RPCError(code: .unavailable, message: "the connection closed")
 
@@ -198,6 +200,7 @@ public final class RPCConnection: Sendable {
           }
         case .finishCall(let callID, let status):
           guard let call = calls.removeValue(forKey: callID) else { continue }
+          call.deadline?.cancel()
           switch (call.waiter, status.code == StatusCode.ok.rawValue) {
           case (.unary(let continuation, let response?), true):
             continuation.resume(returning: response)
@@ -239,7 +242,14 @@ public final class RPCConnection: Sendable {
         waiter.fail(closedReason)
         return true
       }
-      calls[callID] = (handle, waiter)
+      // The client enforces the deadline too: the server's STATUS may never arrive.
+      let deadline = timeout.map { timeout in
+        Task {
+          guard (try? await Task.sleep(for: timeout)) != nil else { return }
+          feedback.yield(.deadline(handle))
+        }
+      }
+      calls[callID] = (handle, waiter, deadline)
       return await execute(actions + machine.send(message: request, compressed: false, callID: callID) + machine.halfClose(callID: callID))
     }
 
@@ -249,7 +259,10 @@ public final class RPCConnection: Sendable {
       for action in machine.connectionClosed() {
         if case .finishCall(let callID, _) = action { calls.removeValue(forKey: callID)?.waiter.fail(closedReason) }
       }
-      for call in calls.values { call.waiter.fail(closedReason) }
+      for call in calls.values {
+        call.deadline?.cancel()
+        call.waiter.fail(closedReason)
+      }
       calls = [:]
       for waiter in readyWaiters { waiter.resume(throwing: closedReason) }
       readyWaiters = []
@@ -287,6 +300,12 @@ public final class RPCConnection: Sendable {
         if await !startCall(handle, method, request, timeout, .unary(continuation, response: nil)) { shutDown() }
       case .serverStreaming(let handle, let method, let request, let timeout, let continuation):
         if await !startCall(handle, method, request, timeout, .stream(continuation)) { shutDown() }
+      case .deadline(let handle):
+        guard isOpen, let callID = calls.first(where: { $0.value.handle === handle })?.key,
+          let call = calls.removeValue(forKey: callID)
+        else { continue }
+        call.waiter.fail(RPCError(code: .deadlineExceeded, message: "the call's deadline passed"))
+        if await !execute(machine.cancel(callID: callID)) { shutDown() }
       case .cancel(let handle):
         guard isOpen, let callID = calls.first(where: { $0.value.handle === handle })?.key else { continue }
         if await !execute(machine.cancel(callID: callID)) { shutDown() }

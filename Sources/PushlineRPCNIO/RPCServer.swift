@@ -120,6 +120,8 @@ public struct RPCServer: Sendable {
     case shutDown
     /// The grace period after the GOAWAY is over: cancel what still runs.
     case graceExpired
+    /// A call's deadline passed.
+    case deadlineExpired(callID: UInt32)
   }
 
   /// The connections being served, so that a shutdown reaches each of them.
@@ -161,6 +163,12 @@ public struct RPCServer: Sendable {
     var context: ServerContext
     var requests: [[UInt8]] = []
     var handler: Task<Void, Never>?
+    var deadline: Task<Void, Never>?
+
+    func stop() {
+      handler?.cancel()
+      deadline?.cancel()
+    }
   }
 
   private func serve(_ channel: NIOAsyncChannel<ConnectionElement, ConnectionElement>, registry: ConnectionRegistry) async {
@@ -202,8 +210,13 @@ public struct RPCServer: Sendable {
             written.resume()
             continue
           case .finished(let callID, let status):
-            calls[callID] = nil
+            calls.removeValue(forKey: callID)?.deadline?.cancel()
             actions = machine.finishCall(callID: callID, status: status)
+          case .deadlineExpired(let callID):
+            guard let call = calls.removeValue(forKey: callID) else { continue }
+            call.stop()
+            actions = machine.finishCall(
+              callID: callID, status: RPCError(code: .deadlineExceeded, message: "the call's deadline passed").status)
           case .shutDown:
             actions = machine.shutDown()
             group.addTask {
@@ -226,7 +239,15 @@ public struct RPCServer: Sendable {
                 continuation.yield(.finished(callID: callID, RPCError(code: .unimplemented, message: "no method \(start.method)").status))
                 continue
               }
-              calls[callID] = Call(context: ServerContext(peer: peer, start: start))
+              var call = Call(context: ServerContext(peer: peer, start: start))
+              if let timeout = call.context.timeout {
+                // The deadline runs from the call's start, whatever the handler is doing.
+                call.deadline = Task {
+                  guard (try? await Task.sleep(for: timeout)) != nil else { return }
+                  continuation.yield(.deadlineExpired(callID: callID))
+                }
+              }
+              calls[callID] = call
             case .deliverMessage(let callID, let payload, _):
               calls[callID]?.requests.append(payload)
             case .deliverEndOfRequests(let callID):
@@ -257,7 +278,7 @@ public struct RPCServer: Sendable {
               }
               calls[callID] = call
             case .cancelCall(let callID):
-              calls.removeValue(forKey: callID)?.handler?.cancel()
+              calls.removeValue(forKey: callID)?.stop()
             case .pongReceived:
               break
             case .close(let elements):
@@ -266,7 +287,7 @@ public struct RPCServer: Sendable {
             }
           }
         }
-        for call in calls.values { call.handler?.cancel() }
+        for call in calls.values { call.stop() }
         continuation.finish()
         group.cancelAll()
       }

@@ -170,6 +170,25 @@ struct LoopbackTests {
     }
   }
 
+  /// A call past its deadline ends DEADLINE_EXCEEDED and its handler is cancelled on the
+  /// server (the test waits for both events, not for the time).
+  @Test func aCallPastItsDeadlineEndsAndItsHandlerStops() async throws {
+    let (hangs, report) = AsyncStream<String>.makeStream()
+    try await Self.withServer(hangs: report) { port in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+        await #expect {
+          try await connection.unary(Self.hang, request: MetadataEntry(key: "d"), response: MetadataEntry.self, timeout: .milliseconds(100))
+        } throws: { ($0 as? RPCError)?.code == .deadlineExceeded }
+        var events = hangs.makeAsyncIterator()
+        #expect(await events.next() == "started d")
+        #expect(await events.next() == "cancelled d")
+        // The connection keeps serving.
+        let after = try await connection.unary(Self.echo, request: MetadataEntry(key: "k"), response: MetadataEntry.self, timeout: .seconds(30))
+        #expect(after.key == "k")
+      }
+    }
+  }
+
   @Test func aCallCancelledBeforeItStartsNeverReachesTheServer() async throws {
     try await Self.withServer { port in
       try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
