@@ -1,3 +1,4 @@
+import Foundation
 import PushlineRPC
 import PushlineSchema
 import PushlineWire
@@ -17,5 +18,37 @@ struct ProtocolDocumentTests {
   @Test func callStartForHealthCheck() {
     let frame = Frame(kind: .callStart, callID: 1, payload: CallStart(method: "/pushline.Health/Check").serializedBytes())
     #expect(frame.bytes == [0x00, 0x00, 0x18, 0x01, 0x00, 0x00, 0x00, 0x00, 0x01, 0x0A, 0x16] + Array("/pushline.Health/Check".utf8))
+  }
+}
+
+extension ProtocolDocumentTests {
+  /// Section 2.8's transcript, read from the document, is byte for byte what the state
+  /// machines exchange.
+  @Test func theCompleteConversationMatchesTheDocument() throws {
+    let document = try String(contentsOfFile: #filePath.replacingOccurrences(
+      of: "Tests/PushlineRPCTests/ProtocolDocumentTests.swift", with: "docs/PROTOCOL.md"), encoding: .utf8)
+    let start = try #require(document.range(of: "<!-- transcript -->"))
+    let end = try #require(document.range(of: "<!-- /transcript -->"))
+    var documented: [(fromClient: Bool, bytes: [UInt8])] = []
+    for line in document[start.upperBound..<end.lowerBound].split(separator: "\n") {
+      let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
+      let words = content.split(separator: " ")
+      guard let first = words.first, first != "```" else { continue }
+      let isStart = first == "C→S" || first == "S→C"
+      let bytes = try (isStart ? words.dropFirst() : words[...]).map { word in
+        try #require(UInt8(word, radix: 16), "not a hex byte in the transcript: \(word)")
+      }
+      if isStart {
+        documented.append((first == "C→S", bytes))
+      } else {
+        try #require(!documented.isEmpty)
+        documented[documented.count - 1].bytes += bytes
+      }
+    }
+    let actual = Transcript.conversation()
+    #expect(documented.count == actual.count)
+    for (index, (expected, got)) in zip(documented, actual).enumerated() {
+      #expect(expected.fromClient == got.fromClient && expected.bytes == got.bytes, "element \(index)")
+    }
   }
 }
