@@ -26,11 +26,12 @@ let package = Package(
   targets: [
     .target(name: "PushlineWire", swiftSettings: strictSettings),
     .target(name: "PushlineSchema", dependencies: ["PushlineWire"], swiftSettings: strictSettings),
+    .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
     .target(name: "PushlineRPC", dependencies: ["PushlineWire", "PushlineSchema"], swiftSettings: strictSettings),
     .target(
       name: "PushlineRPCNIO",
       dependencies: [
-        "PushlineRPC", "PushlineSchema", "PushlineWire",
+        "PushlineRPC", "PushlineSchema", "PushlineWire", "CZlib",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
       ],

@@ -9,6 +9,7 @@ command -v pkg-config >/dev/null || missing+=(pkg-config)
 command -v protoc >/dev/null || missing+=(protobuf-compiler)
 command -v protoc-c >/dev/null || missing+=(protobuf-c-compiler)
 dpkg -s libprotobuf-c-dev >/dev/null 2>&1 || missing+=(libprotobuf-c-dev)
+dpkg -s zlib1g-dev >/dev/null 2>&1 || missing+=(zlib1g-dev)
 command -v cc >/dev/null || missing+=(gcc)
 if ((${#missing[@]})); then
   sudo=""

@@ -24,7 +24,7 @@ public struct ClientConnectionStateMachine: Sendable {
 
     /// A configuration; the defaults suit most clients.
     public init(
-      limits: ConnectionLimits = .defaults, compressions: [Compression] = [], authToken: String? = nil,
+      limits: ConnectionLimits = .defaults, compressions: [Compression] = [.deflate], authToken: String? = nil,
       metadata: [MetadataEntry] = [], userAgent: String? = "pushline-swift"
     ) {
       self.limits = limits

@@ -25,7 +25,6 @@ public struct ServerConnectionStateMachine: Sendable {
     /// The server's own limits; the connection uses the smaller of these and the client's.
     public var limits: ConnectionLimits
     /// Compressions the server can use, in order of preference; identity is always possible.
-    /// Empty by default: the transport does not compress yet.
     public var compressions: [Compression]
     /// How often an idle client should ping, announced in the handshake.
     public var keepaliveIntervalMillis: UInt32?
@@ -34,7 +33,7 @@ public struct ServerConnectionStateMachine: Sendable {
 
     /// A configuration; the defaults suit most servers.
     public init(
-      limits: ConnectionLimits = .defaults, compressions: [Compression] = [],
+      limits: ConnectionLimits = .defaults, compressions: [Compression] = [.deflate],
       keepaliveIntervalMillis: UInt32? = 30_000, pingBudget: Int = 10
     ) {
       self.limits = limits

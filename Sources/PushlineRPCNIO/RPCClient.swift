@@ -192,7 +192,18 @@ public final class RPCConnection: Sendable {
           server = settled
           for waiter in readyWaiters { waiter.resume(returning: settled) }
           readyWaiters = []
-        case .deliverMessage(let callID, let payload, _):
+        case .deliverMessage(let callID, var payload, let compressed):
+          if compressed, let server {
+            do throws(RPCError) {
+              payload = try Deflate.decompress(payload, limit: server.limits.maxMessageSize)
+            } catch {
+              guard let call = calls.removeValue(forKey: callID) else { continue }
+              call.deadline?.cancel()
+              call.waiter.fail(error)
+              guard await execute(machine.cancel(callID: callID)) else { return false }
+              continue
+            }
+          }
           switch calls[callID]?.waiter {
           case .unary(let continuation, _): calls[callID]?.waiter = .unary(continuation, response: payload)
           case .stream(let continuation): continuation.yield(payload)
@@ -250,7 +261,9 @@ public final class RPCConnection: Sendable {
         }
       }
       calls[callID] = (handle, waiter, deadline)
-      return await execute(actions + machine.send(message: request, compressed: false, callID: callID) + machine.halfClose(callID: callID))
+      let compressed = server?.compression == .deflate && request.count >= Deflate.threshold
+      let message = compressed ? Deflate.compress(request) : request
+      return await execute(actions + machine.send(message: message, compressed: compressed, callID: callID) + machine.halfClose(callID: callID))
     }
 
     var isOpen = await execute(machine.start())

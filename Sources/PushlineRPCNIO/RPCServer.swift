@@ -114,7 +114,7 @@ public struct RPCServer: Sendable {
     case violation(ProtocolViolation)
     case peerClosed
     /// A handler's response message; resumed once it is written (or the call is over).
-    case response(callID: UInt32, [UInt8], CheckedContinuation<Void, any Error>)
+    case response(callID: UInt32, [UInt8], compressed: Bool, CheckedContinuation<Void, any Error>)
     case finished(callID: UInt32, CallStatus)
     /// The server is shutting down: GOAWAY, then drain.
     case shutDown
@@ -200,8 +200,8 @@ public struct RPCServer: Sendable {
             actions = machine.receivedViolation(violation)
           case .peerClosed:
             break connection
-          case .response(let callID, let message, let written):
-            let writes = machine.send(message: message, compressed: false, callID: callID)
+          case .response(let callID, let message, let compressed, let written):
+            let writes = machine.send(message: message, compressed: compressed, callID: callID)
             guard !writes.isEmpty else {
               written.resume(throwing: RPCError(code: .cancelled, message: "the call is over"))
               continue
@@ -248,8 +248,18 @@ public struct RPCServer: Sendable {
                 }
               }
               calls[callID] = call
-            case .deliverMessage(let callID, let payload, _):
-              calls[callID]?.requests.append(payload)
+            case .deliverMessage(let callID, let payload, let compressed):
+              guard compressed, let peer else {
+                calls[callID]?.requests.append(payload)
+                continue
+              }
+              do throws(RPCError) {
+                let inflated = try Deflate.decompress(payload, limit: peer.limits.maxMessageSize)
+                calls[callID]?.requests.append(inflated)
+              } catch {
+                calls.removeValue(forKey: callID)?.stop()
+                continuation.yield(.finished(callID: callID, error.status))
+              }
             case .deliverEndOfRequests(let callID):
               guard var call = calls[callID], let (_, handler) = router.handler(for: call.context.method) else { continue }
               guard call.requests.count == 1 else {
@@ -258,9 +268,13 @@ public struct RPCServer: Sendable {
                 continue
               }
               let (request, context) = (call.requests[0], call.context)
+              let compresses = context.peer.compression == .deflate
               let respond: RPCRouter.ResponseSink = { message in
+                // Compressed here, in the handler's task, not on the connection's loop.
+                let compressed = compresses && message.count >= Deflate.threshold
+                let bytes = compressed ? Deflate.compress(message) : message
                 try await withCheckedThrowingContinuation { written in
-                  if case .terminated = continuation.yield(.response(callID: callID, message, written)) {
+                  if case .terminated = continuation.yield(.response(callID: callID, bytes, compressed: compressed, written)) {
                     written.resume(throwing: RPCError(code: .cancelled, message: "the connection closed"))
                   }
                 }

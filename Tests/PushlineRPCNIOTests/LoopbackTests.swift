@@ -74,6 +74,20 @@ struct LoopbackTests {
     }
   }
 
+  /// Messages above the compression threshold cross compressed both ways when the peers agree
+  /// on deflate, and uncompressed when the client offers none.
+  @Test("large messages, with and without compression", arguments: [[Compression.deflate], []])
+  func largeMessages(compressions: [Compression]) async throws {
+    try await Self.withServer { port in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port, configuration: .init(compressions: compressions)) { connection in
+        var request = MetadataEntry(key: "big")
+        request.value = String(repeating: "card-update ", count: 20_000)
+        let response = try await connection.unary(Self.echo, request: request, response: MetadataEntry.self)
+        #expect(response.value == request.value?.uppercased())
+      }
+    }
+  }
+
   @Test func failuresArriveAsStatuses() async throws {
     try await Self.withServer { port in
       try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in

@@ -59,7 +59,7 @@ struct ConnectionStateMachinesTests {
       return
     }
     #expect(server.serverTimeMillis == 42)
-    #expect(server.compression == .identity)
+    #expect(server.compression == .deflate)
     #expect(peer.authToken == "t")
   }
 
@@ -142,7 +142,7 @@ struct ConnectionStateMachinesTests {
   }
 
   @Test func aServerThatChoosesAnUnofferedCompressionIsAViolation() {
-    var client = ClientConnectionStateMachine()
+    var client = ClientConnectionStateMachine(configuration: .init(compressions: []))
     _ = client.start()
     _ = client.received(.preface(ConnectionPreface()))
     var hello = ServerHello(version: 1)
