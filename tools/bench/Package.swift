@@ -10,6 +10,9 @@ let package = Package(
     .package(name: "Pushline", path: "../.."),
     .package(url: "https://github.com/apple/swift-protobuf", exact: "1.39.0"),
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    .package(url: "https://github.com/grpc/grpc-swift-2", exact: "2.4.3"),
+    .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+    .package(url: "https://github.com/grpc/grpc-swift-nio-transport", exact: "2.9.2"),
   ],
   targets: [
     // swift-protobuf's generated code for proto/tracker.proto, committed (regenerate.sh).
@@ -22,6 +25,11 @@ let package = Package(
       dependencies: [
         .product(name: "PushlineSchema", package: "Pushline"),
         .product(name: "PushlineWire", package: "Pushline"),
+        .product(name: "PushlineRPC", package: "Pushline"),
+        .product(name: "PushlineRPCNIO", package: "Pushline"),
+        .product(name: "GRPCCore", package: "grpc-swift-2"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
         .product(name: "SwiftProtobuf", package: "swift-protobuf"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         "SwiftProtobufPeer", "ProtobufCPeer", "AllocationCounter",

@@ -2,10 +2,10 @@ import ArgumentParser
 
 /// `pushline-bench`: benchmarks that compare Pushline with its peers in the same run.
 @main
-struct PushlineBench: ParsableCommand {
+struct PushlineBench: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "pushline-bench",
     abstract: "Benchmarks Pushline against its peers in the same run.",
-    subcommands: [CodecBenchmark.self]
+    subcommands: [CodecBenchmark.self, RPCBenchmark.self, RPCBenchmarkServer.self]
   )
 }

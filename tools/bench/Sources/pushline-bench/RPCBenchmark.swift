@@ -1,0 +1,143 @@
+import ArgumentParser
+import Foundation
+
+/// `pushline-bench rpc-server`: one implementation's benchmark server in its own process; prints
+/// `PORT n`, serves until its standard input closes.
+struct RPCBenchmarkServer: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(commandName: "rpc-server", shouldDisplay: false)
+
+  @Option var implementation: String
+
+  func run() async throws {
+    try await RPCBenchmarkPeers.serve(implementation, reportPort: { port in
+      FileHandle.standardOutput.write(Data("PORT \(port)\n".utf8))
+    }, until: {
+      await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        Thread.detachNewThread {
+          while readLine() != nil {}
+          done.resume()
+        }
+      }
+    })
+  }
+}
+
+/// `pushline-bench rpc`: Pushline RPC against grpc-swift-2 (HTTP/2) on the same calls, each
+/// server in its own process, the client in this one, the implementations alternating.
+struct RPCBenchmark: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "rpc",
+    abstract: "Pushline RPC vs grpc-swift-2: unary latency and throughput, streaming rate, server memory."
+  )
+
+  @Option(help: "Sequential unary calls timed for the latency percentiles.")
+  var latencyCalls = 5_000
+
+  @Option(help: "Unary calls made by 64 concurrent callers for the throughput.")
+  var throughputCalls = 40_000
+
+  @Option(help: "Messages per stream; three streams are run back to back.")
+  var streamMessages = 300_000
+
+  struct Server {
+    var process: Process
+    var input: Pipe
+    var port: Int
+
+    var residentKiB: Int {
+      let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+      let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+      return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+  }
+
+  func run() async throws {
+    let implementations = ["pushline", "grpc-swift-2"]
+    var servers: [String: Server] = [:]
+    for implementation in implementations { servers[implementation] = try startServer(implementation) }
+    defer { for server in servers.values { server.input.fileHandleForWriting.closeFile() } }
+
+    var rows: [String: [String]] = [:]
+    for implementation in implementations {
+      let port = servers[implementation]!.port
+      try await RPCBenchmarkPeers.withClient(implementation, port: port) { client in
+        for _ in 0..<500 { try await client.unary() }  // Warm up.
+        let clock = ContinuousClock()
+        var latencies: [Duration] = []
+        latencies.reserveCapacity(latencyCalls)
+        for _ in 0..<latencyCalls {
+          let start = clock.now
+          try await client.unary()
+          latencies.append(clock.now - start)
+        }
+        latencies.sort()
+        let perCaller = throughputCalls / 64
+        let throughputStart = clock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+          for _ in 0..<64 {
+            group.addTask { for _ in 0..<perCaller { try await client.unary() } }
+          }
+          try await group.waitForAll()
+        }
+        let callsPerSecond = Double(perCaller * 64) / Self.seconds(clock.now - throughputStart)
+        var streamRates: [String] = []
+        var memory = ["\(servers[implementation]!.residentKiB / 1_024) MiB"]
+        for _ in 0..<3 {
+          let start = clock.now
+          let received = try await client.stream(streamMessages)
+          precondition(received == streamMessages, "\(implementation) delivered \(received) of \(streamMessages)")
+          streamRates.append(Self.rate(Double(received) / Self.seconds(clock.now - start)))
+          memory.append("\(servers[implementation]!.residentKiB / 1_024) MiB")
+        }
+        rows[implementation] = [
+          implementation, Self.milliseconds(latencies[latencies.count / 2]), Self.milliseconds(latencies[latencies.count * 99 / 100]),
+          Self.rate(callsPerSecond), streamRates.joined(separator: " / "), memory.joined(separator: " → "),
+        ]
+      }
+    }
+    print("rpc benchmark: loopback, servers in their own processes, 200-byte messages; release build")
+    print("unary latency over \(latencyCalls) sequential calls; throughput with 64 calls in flight; 3 streams of \(streamMessages) messages")
+    print("")
+    let header = ["implementation", "unary p50", "unary p99", "unary calls/s", "stream msgs/s (3 runs)", "server RSS: start → after each stream"]
+    let table = [header] + implementations.map { rows[$0]! }
+    let widths = header.indices.map { column in table.map { $0[column].count }.max()! }
+    for line in table { print(zip(line, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  ")) }
+    let pushline = rows["pushline"]!, grpc = rows["grpc-swift-2"]!
+    print("")
+    print("Pushline ÷ grpc-swift-2, unary calls/s: \(Self.ratio(pushline[3], grpc[3]))")
+  }
+
+  private func startServer(_ implementation: String) throws -> Server {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    process.arguments = ["rpc-server", "--implementation", implementation == "pushline" ? "pushline" : "grpc"]
+    let input = Pipe(), output = Pipe()
+    process.standardInput = input
+    process.standardOutput = output
+    try process.run()
+    var line = Data()
+    while !line.contains(UInt8(ascii: "\n")) {
+      let chunk = output.fileHandleForReading.availableData
+      guard !chunk.isEmpty else { throw ValidationError("\(implementation) server exited before reporting its port") }
+      line.append(chunk)
+    }
+    let text = String(decoding: line, as: UTF8.self)
+    guard let port = Int(text.split(separator: "\n")[0].dropFirst("PORT ".count)) else {
+      throw ValidationError("unexpected output from the \(implementation) server: \(text)")
+    }
+    return Server(process: process, input: input, port: port)
+  }
+
+  static func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+  }
+
+  static func milliseconds(_ duration: Duration) -> String { String(format: "%.3f ms", seconds(duration) * 1_000) }
+
+  static func rate(_ value: Double) -> String { value >= 10_000 ? String(format: "%.0fk", value / 1_000) : String(format: "%.0f", value) }
+
+  static func ratio(_ a: String, _ b: String) -> String {
+    func value(_ text: String) -> Double { text.hasSuffix("k") ? Double(text.dropLast())! * 1_000 : Double(text)! }
+    return String(format: "%.2f×", value(a) / value(b))
+  }
+}
