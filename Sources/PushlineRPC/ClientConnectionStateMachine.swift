@@ -195,12 +195,11 @@ public struct ClientConnectionStateMachine: Sendable {
 
   // MARK: Input from the caller
 
-  /// Starts a call; returns its id and the actions, or `nil` and a `finishCall` with the
-  /// reason when no call can start on this connection (not ready, going away, closed).
+  /// Starts a call; returns its id and the actions, or `nil` and no actions when no call can
+  /// start on this connection (not ready yet, going away, closed): the caller's call is then
+  /// UNAVAILABLE, to retry on another connection.
   public mutating func startCall(_ start: CallStart) -> (callID: UInt32?, actions: [Action]) {
-    guard case .open(var open) = state, open.lastServedCallID == nil else {
-      return (nil, [.finishCall(callID: 0, status: Self.status(.unavailable, "the connection is not accepting calls"))])
-    }
+    guard case .open(var open) = state, open.lastServedCallID == nil else { return (nil, []) }
     let callID = open.nextCallID
     open.nextCallID += 1
     open.calls.insert(callID)
