@@ -44,6 +44,16 @@ struct RPCBenchmark: AsyncParsableCommand {
     var input: Pipe
     var port: Int
 
+    /// CPU time the server process has used (user + system), from /proc.
+    var cpuSeconds: Double {
+      let stat = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8)) ?? ""
+      // Fields after the command name, which is in parentheses: utime and stime are 14th and 15th overall.
+      guard let close = stat.lastIndex(of: ")") else { return 0 }
+      let fields = stat[stat.index(after: close)...].split(separator: " ")
+      guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+      return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     var residentKiB: Int {
       let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
       let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
@@ -58,6 +68,7 @@ struct RPCBenchmark: AsyncParsableCommand {
     defer { for server in servers.values { server.input.fileHandleForWriting.closeFile() } }
 
     var rows: [String: [String]] = [:]
+    var cpuNotes: [String] = []
     for implementation in implementations {
       let port = servers[implementation]!.port
       try await RPCBenchmarkPeers.withClient(implementation, port: port) { client in
@@ -82,13 +93,19 @@ struct RPCBenchmark: AsyncParsableCommand {
         let callsPerSecond = Double(perCaller * 64) / Self.seconds(clock.now - throughputStart)
         var streamRates: [String] = []
         var memory = ["\(servers[implementation]!.residentKiB / 1_024) MiB"]
+        var serverCPU = 0.0, clientCPU = 0.0
         for _ in 0..<3 {
           let start = clock.now
+          let (serverBefore, clientBefore) = (servers[implementation]!.cpuSeconds, Self.processCPUSeconds())
           let received = try await client.stream(streamMessages)
           precondition(received == streamMessages, "\(implementation) delivered \(received) of \(streamMessages)")
           streamRates.append(Self.rate(Double(received) / Self.seconds(clock.now - start)))
+          serverCPU += servers[implementation]!.cpuSeconds - serverBefore
+          clientCPU += Self.processCPUSeconds() - clientBefore
           memory.append("\(servers[implementation]!.residentKiB / 1_024) MiB")
         }
+        let perMessage = Double(3 * streamMessages) / 1e6
+        cpuNotes.append(String(format: "%@ streaming CPU per message: server %.2f µs, client %.2f µs", implementation, serverCPU / perMessage, clientCPU / perMessage))
         rows[implementation] = [
           implementation, Self.milliseconds(latencies[latencies.count / 2]), Self.milliseconds(latencies[latencies.count * 99 / 100]),
           Self.rate(callsPerSecond), streamRates.joined(separator: " / "), memory.joined(separator: " → "),
@@ -105,6 +122,7 @@ struct RPCBenchmark: AsyncParsableCommand {
     let pushline = rows["pushline"]!, grpc = rows["grpc-swift-2"]!
     print("")
     print("Pushline ÷ grpc-swift-2, unary calls/s: \(Self.ratio(pushline[3], grpc[3]))")
+    for note in cpuNotes { print(note) }
   }
 
   private func startServer(_ implementation: String) throws -> Server {
@@ -126,6 +144,13 @@ struct RPCBenchmark: AsyncParsableCommand {
       throw ValidationError("unexpected output from the \(implementation) server: \(text)")
     }
     return Server(process: process, input: input, port: port)
+  }
+
+  /// CPU time this process has used (user + system).
+  static func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
   }
 
   static func seconds(_ duration: Duration) -> Double {
