@@ -63,4 +63,11 @@ struct ExpectedDivergenceTests {
     #expect(try TrackerCard(serializedBytes: bytes).serializedBytes() == Self.card + [0x30, 0x05, 0x28, 0x09])
     #expect(try protobufC(bytes).bytes == bytes)
   }
+
+  @Test func undefinedValueInAPackedClosedEnum() throws {
+    let base = Question(questionID: "q", flowID: "f").serializedBytes()
+    let bytes = base + [0x22, 0x03, 0x01, 0x63, 0x02]  // dataTypes [PHONE_NUMBER, 99, PHONE_OTP], packed
+    #expect(try Question(serializedBytes: bytes).serializedBytes() == base + [0x22, 0x02, 0x01, 0x02, 0x20, 0x63])
+    #expect(try protobufC(bytes, as: Question.protoName).bytes == bytes)
+  }
 }
