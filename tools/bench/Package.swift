@@ -10,6 +10,7 @@ let package = Package(
     .package(name: "Pushline", path: "../.."),
     .package(url: "https://github.com/apple/swift-protobuf", exact: "1.39.0"),
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    .package(url: "https://github.com/ordo-one/malloc-interposer", exact: "1.6.1"),
     .package(url: "https://github.com/grpc/grpc-swift-2", exact: "2.4.3"),
     .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     .package(url: "https://github.com/grpc/grpc-swift-nio-transport", exact: "2.9.2"),
@@ -19,7 +20,6 @@ let package = Package(
     .target(name: "SwiftProtobufPeer", dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")]),
     // protoc-c's output for proto/tracker.proto, committed (regenerate.sh), plus a small shim.
     .target(name: "ProtobufCPeer", linkerSettings: [.linkedLibrary("protobuf-c")]),
-    .target(name: "AllocationCounter"),
     .executableTarget(
       name: "pushline-bench",
       dependencies: [
@@ -32,7 +32,8 @@ let package = Package(
         .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
         .product(name: "SwiftProtobuf", package: "swift-protobuf"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        "SwiftProtobufPeer", "ProtobufCPeer", "AllocationCounter",
+        .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
+        "SwiftProtobufPeer", "ProtobufCPeer",
       ]
     ),
   ],

@@ -1,10 +1,12 @@
 import PushlineSchema
 
 /// The messages every implementation encodes and decodes: one representative card and a
-/// batch of 50 varied cards, built through Pushline's API; the peers get them by decoding
-/// Pushline's bytes.
+/// batch of 50 varied cards, built through Pushline's API. The peers get the same values
+/// copied field by field into their own types (`SwiftProtobufMessages.swift`,
+/// `ProtobufCMessages.swift`), never Pushline's bytes.
 enum BenchmarkMessages {
-  /// A recent-trips card with every field filled, and every optional field of the card set.
+  /// A recent-trips card with all seven fields filled, and every field of the card and its
+  /// outage state set.
   static var card: TrackerCard {
     var trips = TrackerRecentTripsCard(title: "Last trip")
     trips.formattedTotal = "$18.42"
@@ -23,6 +25,7 @@ enum BenchmarkMessages {
     outage.isInOutage = false
     outage.message = "Earnings may be delayed"
     outage.since = 1_763_820_000
+    outage.serviceName = "driver-earnings"
     card.outageState = outage
     card.shouldForceSwitchStatusMode = false
     card.statusModePriority = 3

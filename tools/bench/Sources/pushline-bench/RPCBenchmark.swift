@@ -9,6 +9,7 @@ struct RPCBenchmarkServer: AsyncParsableCommand {
   @Option var implementation: String
 
   func run() async throws {
+    AllocationCounter.execWithoutInterposer()  // the linked malloc-interposer would tax every allocation
     try await RPCBenchmarkPeers.serve(implementation, reportPort: { port in
       FileHandle.standardOutput.write(Data("PORT \(port)\n".utf8))
     }, until: {
@@ -62,6 +63,7 @@ struct RPCBenchmark: AsyncParsableCommand {
   }
 
   func run() async throws {
+    AllocationCounter.execWithoutInterposer()  // the linked malloc-interposer would tax every allocation
     let implementations = ["pushline", "grpc-swift-2"]
     var servers: [String: Server] = [:]
     for implementation in implementations { servers[implementation] = try startServer(implementation) }
