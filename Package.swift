@@ -15,6 +15,7 @@ let package = Package(
     .library(name: "PushlineSchema", targets: ["PushlineSchema"]),
     .library(name: "PushlineRPC", targets: ["PushlineRPC"]),
     .library(name: "PushlineRPCNIO", targets: ["PushlineRPCNIO"]),
+    .library(name: "PushlineBroker", targets: ["PushlineBroker"]),
     .library(name: "PushlineTesting", targets: ["PushlineTesting"]),
     .library(name: "PushlineCLI", targets: ["PushlineCLI"]),
     .executable(name: "pushline", targets: ["pushline"]),
@@ -22,6 +23,8 @@ let package = Package(
   dependencies: [
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+    .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
   ],
   targets: [
     .target(name: "PushlineWire", swiftSettings: strictSettings),
@@ -37,6 +40,15 @@ let package = Package(
       ],
       swiftSettings: strictSettings
     ),
+    .target(
+      name: "PushlineBroker",
+      dependencies: [
+        "PushlineRPC", "PushlineSchema", "PushlineWire",
+        .product(name: "GRDB", package: "GRDB.swift"),
+        .product(name: "JWTKit", package: "jwt-kit"),
+      ],
+      swiftSettings: strictSettings
+    ),
     .target(name: "PushlineTesting", dependencies: ["PushlineWire", "PushlineSchema"], swiftSettings: strictSettings),
     .target(
       name: "PushlineCLI",
@@ -45,6 +57,7 @@ let package = Package(
         "PushlineSchema",
         "PushlineRPC",
         "PushlineRPCNIO",
+        "PushlineBroker",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "NIOCore", package: "swift-nio"),
       ],
@@ -73,6 +86,14 @@ let package = Package(
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOEmbedded", package: "swift-nio"),
         .product(name: "NIOTestUtils", package: "swift-nio"),
+      ],
+      swiftSettings: strictSettings
+    ),
+    .testTarget(
+      name: "PushlineBrokerTests",
+      dependencies: [
+        "PushlineBroker", "PushlineRPC", "PushlineRPCNIO", "PushlineSchema", "PushlineTesting", "PushlineWire",
+        .product(name: "NIOCore", package: "swift-nio"),
       ],
       swiftSettings: strictSettings
     ),

@@ -10,6 +10,7 @@ command -v protoc >/dev/null || missing+=(protobuf-compiler)
 command -v protoc-c >/dev/null || missing+=(protobuf-c-compiler)
 dpkg -s libprotobuf-c-dev >/dev/null 2>&1 || missing+=(libprotobuf-c-dev)
 dpkg -s zlib1g-dev >/dev/null 2>&1 || missing+=(zlib1g-dev)
+dpkg -s libsqlite3-dev >/dev/null 2>&1 || missing+=(libsqlite3-dev)
 command -v cc >/dev/null || missing+=(gcc)
 if ((${#missing[@]})); then
   sudo=""

@@ -18,13 +18,13 @@ struct PingCommand: AsyncParsableCommand {
   var timeout = 5.0
 
   func validate() throws {
-    guard Self.split(address) != nil else { throw ValidationError("expected HOST:PORT, got '\(address)'") }
+    guard ServerAddress(address) != nil else { throw ValidationError("expected HOST:PORT, got '\(address)'") }
     guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
   }
 
   func run() async throws {
-    let (host, port) = Self.split(address)!
-    print(try await Self.check(host: host, port: port, timeout: .milliseconds(Int(timeout * 1_000))))
+    let server = ServerAddress(address)!
+    print(try await Self.check(host: server.host, port: server.port, timeout: .milliseconds(Int(timeout * 1_000))))
   }
 
   /// Runs the check and describes it in one line, or throws `CommandFailure` saying why not.
@@ -59,15 +59,7 @@ struct PingCommand: AsyncParsableCommand {
     }
   }
 
-  static func split(_ address: String) -> (host: String, port: Int)? {
-    guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
-      (1...65_535).contains(port), colon != address.startIndex
-    else { return nil }
-    var host = address[..<colon]
-    if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }  // [::1]:7400
-    return (String(host), port)
-  }
-
+  /// A duration as people read it: `0.31 ms`, `12 ms`.
   static func format(_ duration: Duration) -> String {
     let (seconds, attoseconds) = duration.components
     let milliseconds = Double(seconds) * 1_000 + Double(attoseconds) / 1e15

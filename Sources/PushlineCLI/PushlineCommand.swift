@@ -6,7 +6,9 @@ public struct PushlineCommand: AsyncParsableCommand {
   public static let configuration = CommandConfiguration(
     commandName: "pushline",
     abstract: "Push tracker cards to clients over a compact binary protocol, and inspect its traffic.",
-    subcommands: [DumpCommand.self, EncodeCommand.self, ServeCommand.self, PingCommand.self]
+    subcommands: [
+      DumpCommand.self, EncodeCommand.self, ServeCommand.self, PingCommand.self, TokenCommand.self, PublishCommand.self,
+    ]
   )
 
   public init() {}

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import NIOCore
+import PushlineBroker
 import PushlineRPC
 import PushlineRPCNIO
 
@@ -10,16 +11,24 @@ import PushlineRPCNIO
   import Darwin
 #endif
 
-/// `pushline serve`: runs a Pushline RPC server until SIGINT or SIGTERM.
+/// `pushline serve`: runs the push broker until SIGINT or SIGTERM.
 struct ServeCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "serve",
-    abstract: "Run a Pushline server on a listen address.",
+    abstract: "Run the Pushline broker on a listen address.",
     discussion: """
-      Serves /pushline.Health/Check (the broker's services join it in a later version). \
-      Listens on loopback unless told otherwise. Stops on SIGINT or SIGTERM.
+      Serves /pushline.Publisher/Publish, /pushline.Tracker/Subscribe, /pushline.Tracker/GetCards \
+      and /pushline.Health/Check. Stores topics in SQLite in the data directory (or in memory, \
+      losing history on restart). Tokens are checked with the secret from \
+      $PUSHLINE_TOKEN_SECRET or --token-secret-file. Listens on loopback unless told otherwise. \
+      Stops on SIGINT or SIGTERM with a GOAWAY to every client.
       """
   )
+
+  /// Where topics are kept.
+  enum Storage: String, ExpressibleByArgument, CaseIterable {
+    case sqlite, memory
+  }
 
   @Option(help: "The address to listen on.")
   var host = "127.0.0.1"
@@ -27,19 +36,55 @@ struct ServeCommand: AsyncParsableCommand {
   @Option(help: "The port to listen on; 0 picks a free one (printed on start).")
   var port = 7400
 
+  @Option(help: "Where topics are kept: sqlite (durable, in --data-dir) or memory (lost on restart).")
+  var storage = Storage.sqlite
+
+  @Option(help: "The directory of the SQLite database.")
+  var dataDir = "pushline-data"
+
+  @OptionGroup var tokenSecret: TokenSecretOptions
+
+  @Option(help: "Seconds of silence after which a subscriber gets a freshness watermark.")
+  var watermarkInterval = 30
+
+  @Option(help: "Tombstones kept per topic before the oldest go (resumes from before them get a snapshot).")
+  var tombstoneLimit = 1000
+
+  @Option(help: "Seconds a publish's idempotency key is remembered.")
+  var idempotencyWindow = 600
+
   func validate() throws {
     guard (0...65_535).contains(port) else { throw ValidationError("--port must be 0…65535") }
+    guard watermarkInterval > 0, tombstoneLimit >= 0, idempotencyWindow >= 0 else {
+      throw ValidationError("--watermark-interval must be positive, --tombstone-limit and --idempotency-window not negative")
+    }
   }
 
   func run() async throws {
-    let server = RPCServer(router: RPCRouter(), configuration: .init(host: host, port: port))
+    let secret = try tokenSecret.secret()
+    let configuration = BrokerConfiguration(
+      maxTombstonesPerTopic: tombstoneLimit, idempotencyWindow: .seconds(idempotencyWindow),
+      watermarkInterval: .seconds(watermarkInterval))
     do {
+      let store: any BrokerStorage = storage == .memory ? InMemoryBrokerStorage() : try SQLiteBrokerStorage(directory: dataDir)
+      let broker = try await Broker(storage: store, configuration: configuration)
+      let authority = try await TokenAuthority(secret: secret, nowMillis: configuration.nowMillis)
+      var router = RPCRouter()
+      BrokerService.register(broker, authority: authority, in: &router)
+      let server = RPCServer(router: router, configuration: .init(host: host, port: port))
       try await server.withRunningServer { address in
-        print("pushline: serving on \(host):\(address.port ?? port)")
-        await Self.terminationSignal()
-        print("pushline: stopping")
+        let where_ = storage == .memory ? "in memory" : "in \(dataDir)"
+        print("pushline: serving on \(host):\(address.port ?? port), topics \(where_)")
+        await withDiscardingTaskGroup { group in
+          group.addTask { await broker.run() }
+          await Self.terminationSignal()
+          print("pushline: stopping")
+          group.cancelAll()
+        }
       }
     } catch let error as RPCError {
+      throw CommandFailure("\(error)")
+    } catch let error as TokenAuthorityError {
       throw CommandFailure("\(error)")
     }
   }

@@ -29,12 +29,12 @@ struct PingCommandTests {
     ("127.0.0.1:7400", "127.0.0.1", 7400), ("[::1]:9", "::1", 9), ("localhost:65535", "localhost", 65_535),
   ])
   func addresses(text: String, host: String, port: Int) throws {
-    let split = try #require(PingCommand.split(text))
+    let split = try #require(ServerAddress(text))
     #expect(split.host == host && split.port == port)
   }
 
   @Test("bad addresses", arguments: ["7400", "host:", ":7400", "host:0", "host:70000", "host:x"])
   func badAddresses(text: String) {
-    #expect(PingCommand.split(text) == nil)
+    #expect(ServerAddress(text) == nil)
   }
 }

@@ -1,0 +1,180 @@
+public import PushlineRPC
+public import PushlineSchema
+import Synchronization
+
+/// The push pipeline without a transport: topics and their card tables, publishes made
+/// durable with group commit, and subscriptions fed in offset order with coalescing.
+///
+/// Every method that touches topics takes one lock, briefly, and never across an `await`:
+/// publishes assign offsets under it, the committer applies committed changes and fans them
+/// out under it, subscribers attach under it — so each subscription sees a topic's changes
+/// exactly once, in offset order, after its catch-up or snapshot.
+public final class Broker: Sendable {
+  struct State {
+    var topics: [String: TopicState] = [:]
+    /// The last offset handed out per topic (committed or not); offsets are never reused,
+    /// even after a failed commit.
+    var lastAssigned: [String: Int64] = [:]
+    var pending: [PendingPublish] = []
+    var pendingPrunes: [TombstonePrune] = []
+    var isCommitting = false
+    var publishRecords: [PublishRecordKey: PublishRecord] = [:]
+    var lastRecordCleanupMillis: Int64 = 0
+    var subscribers: [String: [ObjectIdentifier: Subscription]] = [:]
+    var subscriptions: [ObjectIdentifier: Subscription] = [:]
+  }
+
+  struct PublishRecordKey: Hashable {
+    var topic: String
+    var key: String
+  }
+
+  let storage: any BrokerStorage
+  /// The broker's settings.
+  public let configuration: BrokerConfiguration
+  let state: Mutex<State>
+
+  /// A broker over `storage`, loaded with what it holds: topics keep their epochs and
+  /// offsets across restarts, and idempotency keys their window.
+  ///
+  /// - Throws: whatever `storage` throws while loading.
+  public init(storage: any BrokerStorage, configuration: BrokerConfiguration = BrokerConfiguration()) async throws {
+    self.storage = storage
+    self.configuration = configuration
+    var state = State()
+    for topic in try await storage.loadTopics() { state.topics[topic.name] = topic }
+    let now = configuration.nowMillis()
+    for record in try await storage.loadPublishRecords(sinceMillis: now - configuration.idempotencyWindow.milliseconds) {
+      state.publishRecords[PublishRecordKey(topic: record.topic, key: record.key)] = record
+    }
+    state.lastRecordCleanupMillis = now
+    self.state = Mutex(state)
+  }
+
+  /// A topic's snapshot: its live, unexpired cards positioned at the top offset.
+  ///
+  /// - Throws: INVALID_ARGUMENT for a bad topic name, PERMISSION_DENIED when `principal`
+  ///   may not read it.
+  public func cards(in topic: String, for principal: Principal) throws(RPCError) -> TopicUpdate {
+    try Self.authorizeRead(topic, principal)
+    let now = configuration.nowMillis()
+    return state.withLock { state in Self.topic(topic, in: &state).snapshot(nowMillis: now) }
+  }
+
+  /// Opens a subscription: per topic, the changes since the client's position when it can
+  /// resume, otherwise a snapshot; then live changes. Call ``nextUpdates(for:)`` to drain it
+  /// and ``unsubscribe(_:)`` when the stream ends.
+  ///
+  /// - Throws: INVALID_ARGUMENT for no, too many, repeated or badly named topics;
+  ///   PERMISSION_DENIED when `principal` may not read one of them.
+  public func subscribe(_ request: SubscribeRequest, for principal: Principal) throws(RPCError) -> Subscription {
+    guard (1...configuration.maxTopicsPerSubscription).contains(request.topics.count) else {
+      throw RPCError(
+        code: .invalidArgument,
+        message: "a subscription needs 1 to \(configuration.maxTopicsPerSubscription) topics, got \(request.topics.count)")
+    }
+    guard Set(request.topics.map(\.topic)).count == request.topics.count else {
+      throw RPCError(code: .invalidArgument, message: "a subscription names each topic once")
+    }
+    for position in request.topics { try Self.authorizeRead(position.topic, principal) }
+    let now = configuration.nowMillis()
+    let subscription = Subscription(
+      principal: principal, maxQueuedChanges: configuration.maxQueuedChangesPerSubscription, nowMillis: now)
+    let id = ObjectIdentifier(subscription)
+    state.withLock { state in
+      for position in request.topics {
+        let topic = Self.topic(position.topic, in: &state)
+        if topic.canResume(epoch: position.epoch, offset: position.offset), let offset = position.offset {
+          subscription.attach(topic, catchUp: topic.changes(after: offset), snapshot: nil)
+        } else {
+          subscription.attach(topic, catchUp: nil, snapshot: topic.snapshot(nowMillis: now))
+        }
+        state.subscribers[topic.name, default: [:]][id] = subscription
+      }
+      state.subscriptions[id] = subscription
+    }
+    return subscription
+  }
+
+  /// The next updates `subscription` should send, waiting until there are some.
+  ///
+  /// - Throws: the ``RPCError`` that ended the subscription (an expired token, a shutdown),
+  ///   or `CancellationError`.
+  public func nextUpdates(for subscription: Subscription) async throws -> [TopicUpdate] {
+    while true {
+      let overflowed = subscription.topicsNeedingSnapshot
+      if !overflowed.isEmpty {
+        let now = configuration.nowMillis()
+        state.withLock { state in
+          for name in overflowed {
+            let topic = Self.topic(name, in: &state)
+            subscription.resynchronize(topic, snapshot: topic.snapshot(nowMillis: now))
+          }
+        }
+      }
+      let updates = try await subscription.next(maxChanges: configuration.maxChangesPerUpdate, nowMillis: configuration.nowMillis)
+      if !updates.isEmpty { return updates }
+    }
+  }
+
+  /// Stops feeding `subscription`.
+  public func unsubscribe(_ subscription: Subscription) {
+    let id = ObjectIdentifier(subscription)
+    state.withLock { state in
+      guard state.subscriptions.removeValue(forKey: id) != nil else { return }
+      for topic in subscription.state.withLock({ Array($0.topics.keys) }) {
+        state.subscribers[topic]?[id] = nil
+        if state.subscribers[topic]?.isEmpty == true { state.subscribers[topic] = nil }
+      }
+    }
+  }
+
+  /// The periodic duties, to be called every second or so (``run()`` does): a watermark for
+  /// each subscription idle for the watermark interval, and the end, with UNAUTHENTICATED, of
+  /// each subscription whose token has expired.
+  public func tick() {
+    let now = configuration.nowMillis()
+    let interval = configuration.watermarkInterval.milliseconds
+    for subscription in state.withLock({ Array($0.subscriptions.values) }) {
+      if subscription.principal.expiresAtMillis <= now {
+        subscription.end(with: RPCError(code: .unauthenticated, message: "the token expired; reconnect with a new one"))
+      } else {
+        subscription.markWatermarkDueIfIdle(nowMillis: now, intervalMillis: interval)
+      }
+    }
+  }
+
+  /// Calls ``tick()`` every `interval` until the task is cancelled.
+  public func run(tickEvery interval: Duration = .seconds(1)) async {
+    while !Task.isCancelled {
+      do { try await Task.sleep(for: interval) } catch { return }
+      tick()
+    }
+  }
+
+  /// Ends every subscription with `error`, for a shutdown.
+  public func endSubscriptions(with error: RPCError) {
+    for subscription in state.withLock({ Array($0.subscriptions.values) }) { subscription.end(with: error) }
+  }
+
+  /// How many subscriptions are open.
+  public var subscriptionCount: Int { state.withLock { $0.subscriptions.count } }
+
+  /// The topic named `name`, created (with a fresh epoch, not yet stored) when unknown.
+  static func topic(_ name: String, in state: inout State) -> TopicState {
+    if let topic = state.topics[name] { return topic }
+    let topic = TopicState(name: name, epoch: Int64.random(in: 1...(1 << 53)))
+    state.topics[name] = topic
+    return topic
+  }
+
+  private static func authorizeRead(_ topic: String, _ principal: Principal) throws(RPCError) {
+    try TopicName.validate(topic)
+    guard principal.mayRead else {
+      throw RPCError(code: .permissionDenied, message: "role \(principal.role.rawValue) may not read topics")
+    }
+    guard principal.covers(topic) else {
+      throw RPCError(code: .permissionDenied, message: "the token does not cover topic \"\(topic)\"")
+    }
+  }
+}

@@ -1,0 +1,58 @@
+import Foundation
+
+/// How a broker behaves: the bounds that keep it safe and the clock it reads.
+public struct BrokerConfiguration: Sendable {
+  /// Tombstones kept per topic; past this the oldest go and the floor rises.
+  public var maxTombstonesPerTopic: Int
+  /// Tombstones older than this go (checked when their topic is published to).
+  public var maxTombstoneAge: Duration
+  /// How long a publish's idempotency key is remembered.
+  public var idempotencyWindow: Duration
+  /// A subscription that sent nothing for this long gets a freshness watermark.
+  public var watermarkInterval: Duration
+  /// Changes queued for one subscriber, beyond which a topic's queue is replaced by a
+  /// snapshot sent when the subscriber catches up.
+  public var maxQueuedChangesPerSubscription: Int
+  /// Changes a single update message carries at most.
+  public var maxChangesPerUpdate: Int
+  /// Changes one publish may carry.
+  public var maxChangesPerPublish: Int
+  /// Topics one subscription may follow.
+  public var maxTopicsPerSubscription: Int
+  /// The wall clock, in Unix milliseconds: offsets' change times, expiry, watermarks, tokens.
+  /// Tests inject their own.
+  public var nowMillis: @Sendable () -> Int64
+
+  /// The defaults: 1,000 tombstones or 7 days, a 10-minute idempotency window, a watermark
+  /// after 30 s of silence, 100,000 queued changes per subscriber.
+  public init(
+    maxTombstonesPerTopic: Int = 1000, maxTombstoneAge: Duration = .seconds(7 * 86400),
+    idempotencyWindow: Duration = .seconds(600), watermarkInterval: Duration = .seconds(30),
+    maxQueuedChangesPerSubscription: Int = 100_000, maxChangesPerUpdate: Int = 512, maxChangesPerPublish: Int = 10_000,
+    maxTopicsPerSubscription: Int = 1000,
+    nowMillis: @escaping @Sendable () -> Int64 = BrokerConfiguration.systemMillis
+  ) {
+    self.maxTombstonesPerTopic = maxTombstonesPerTopic
+    self.maxTombstoneAge = maxTombstoneAge
+    self.idempotencyWindow = idempotencyWindow
+    self.watermarkInterval = watermarkInterval
+    self.maxQueuedChangesPerSubscription = maxQueuedChangesPerSubscription
+    self.maxChangesPerUpdate = maxChangesPerUpdate
+    self.maxChangesPerPublish = maxChangesPerPublish
+    self.maxTopicsPerSubscription = maxTopicsPerSubscription
+    self.nowMillis = nowMillis
+  }
+}
+
+extension BrokerConfiguration {
+  /// The system's wall clock in Unix milliseconds.
+  public static let systemMillis: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+}
+
+extension Duration {
+  /// The duration in whole milliseconds.
+  var milliseconds: Int64 {
+    let (seconds, attoseconds) = components
+    return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+  }
+}

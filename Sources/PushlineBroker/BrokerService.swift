@@ -1,0 +1,35 @@
+public import PushlineRPC
+import PushlineSchema
+
+/// The broker's methods on Pushline RPC: `/pushline.Publisher/Publish`,
+/// `/pushline.Tracker/Subscribe` and `/pushline.Tracker/GetCards`, each authenticated with the
+/// connection's token.
+public enum BrokerService {
+  /// The publish method's name.
+  public static let publishMethod = "/pushline.Publisher/Publish"
+  /// The subscribe method's name.
+  public static let subscribeMethod = "/pushline.Tracker/Subscribe"
+  /// The pull method's name.
+  public static let getCardsMethod = "/pushline.Tracker/GetCards"
+
+  /// Adds the broker's methods to `router`.
+  public static func register(_ broker: Broker, authority: TokenAuthority, in router: inout RPCRouter) {
+    router.registerUnary(publishMethod, request: PublishRequest.self, response: PublishResponse.self) { request, context in
+      let principal = try await authority.authenticate(context.peer.authToken)
+      return try await broker.publish(request, for: principal)
+    }
+    router.registerUnary(getCardsMethod, request: GetCardsRequest.self, response: TopicUpdate.self) { request, context in
+      let principal = try await authority.authenticate(context.peer.authToken)
+      return try broker.cards(in: request.topic, for: principal)
+    }
+    router.registerServerStreaming(subscribeMethod, request: SubscribeRequest.self, response: TopicUpdate.self) {
+      request, writer, context in
+      let principal = try await authority.authenticate(context.peer.authToken)
+      let subscription = try broker.subscribe(request, for: principal)
+      defer { broker.unsubscribe(subscription) }
+      while true {
+        for update in try await broker.nextUpdates(for: subscription) { try await writer.write(update) }
+      }
+    }
+  }
+}

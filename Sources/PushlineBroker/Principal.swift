@@ -1,0 +1,34 @@
+/// Who is calling, as their verified token says: the broker's authorization decisions read
+/// nothing else.
+public struct Principal: Hashable, Sendable {
+  /// The token's subject, for example a driver's or a service's id.
+  public var subject: String
+  public var role: Role
+  /// The topics the token covers: a name matches itself; a pattern ending in `*` matches
+  /// every topic that starts with what precedes it (`driver/42/*`, or `*` for all).
+  public var topics: [String]
+  /// When the token stops being valid, in Unix milliseconds; a stream outliving it ends
+  /// with UNAUTHENTICATED.
+  public var expiresAtMillis: Int64
+
+  /// A principal; ``TokenAuthority`` makes these from tokens.
+  public init(subject: String, role: Role, topics: [String], expiresAtMillis: Int64) {
+    self.subject = subject
+    self.role = role
+    self.topics = topics
+    self.expiresAtMillis = expiresAtMillis
+  }
+
+  /// Whether the token's topic claims cover `topic`.
+  public func covers(_ topic: String) -> Bool {
+    topics.contains { pattern in
+      pattern.hasSuffix("*") ? topic.hasPrefix(pattern.dropLast()) : topic == pattern
+    }
+  }
+
+  /// Whether the role allows publishing.
+  public var mayPublish: Bool { role == .publisher || role == .admin }
+
+  /// Whether the role allows subscribing and pulling snapshots.
+  public var mayRead: Bool { role == .subscriber || role == .admin }
+}

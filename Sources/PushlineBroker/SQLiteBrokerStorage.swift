@@ -1,0 +1,128 @@
+import Foundation
+import GRDB
+import PushlineSchema
+import PushlineWire
+
+/// The embedded default: SQLite in a data directory, in WAL mode with `synchronous = FULL`,
+/// so a commit that returned survives a crash of the process or of the machine.
+///
+/// Cards are stored as their protobuf bytes, so a card from a newer schema keeps its unknown
+/// fields across restarts.
+public final class SQLiteBrokerStorage: BrokerStorage {
+  private let database: DatabasePool
+
+  /// Opens (creating if needed) `broker.sqlite` in `directory`.
+  ///
+  /// - Throws: when the directory cannot be created or the database cannot be opened or migrated.
+  public init(directory: String) throws {
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    var configuration = Configuration()
+    configuration.prepareDatabase { db in
+      try db.execute(sql: "PRAGMA synchronous = FULL")
+    }
+    configuration.busyMode = .timeout(5)
+    database = try DatabasePool(path: (directory as NSString).appendingPathComponent("broker.sqlite"), configuration: configuration)
+    try Self.migrator.migrate(database)
+  }
+
+  private static var migrator: DatabaseMigrator {
+    var migrator = DatabaseMigrator()
+    migrator.registerMigration("v1") { db in
+      try db.execute(
+        sql: """
+          CREATE TABLE topic (
+            name TEXT PRIMARY KEY NOT NULL,
+            epoch INTEGER NOT NULL,
+            topOffset INTEGER NOT NULL,
+            floorOffset INTEGER NOT NULL DEFAULT 0
+          ) WITHOUT ROWID;
+          CREATE TABLE card (
+            topic TEXT NOT NULL,
+            cardID TEXT NOT NULL,
+            offset INTEGER NOT NULL,
+            card BLOB,
+            changedAtMillis INTEGER NOT NULL,
+            PRIMARY KEY (topic, cardID)
+          ) WITHOUT ROWID;
+          CREATE TABLE publishRecord (
+            topic TEXT NOT NULL,
+            key TEXT NOT NULL,
+            epoch INTEGER NOT NULL,
+            firstOffset INTEGER NOT NULL,
+            lastOffset INTEGER NOT NULL,
+            committedAtMillis INTEGER NOT NULL,
+            PRIMARY KEY (topic, key)
+          ) WITHOUT ROWID;
+          CREATE INDEX publishRecordAge ON publishRecord (committedAtMillis);
+          """)
+    }
+    return migrator
+  }
+
+  public func loadTopics() async throws -> [TopicState] {
+    try await database.read { db in
+      var records: [String: [CardRecord]] = [:]
+      let cards = try Row.fetchCursor(db, sql: "SELECT topic, cardID, offset, card, changedAtMillis FROM card")
+      while let row = try cards.next() {
+        let blob: Data? = row["card"]
+        let card = try blob.map { try TrackerCard(serializedBytes: [UInt8]($0)) }
+        records[row["topic"], default: []].append(
+          CardRecord(cardID: row["cardID"], offset: row["offset"], card: card, changedAtMillis: row["changedAtMillis"]))
+      }
+      return try Row.fetchAll(db, sql: "SELECT name, epoch, topOffset, floorOffset FROM topic").map { row in
+        let name: String = row["name"]
+        return TopicState(
+          name: name, epoch: row["epoch"], topOffset: row["topOffset"], floorOffset: row["floorOffset"],
+          records: records[name] ?? [])
+      }
+    }
+  }
+
+  public func loadPublishRecords(sinceMillis: Int64) async throws -> [PublishRecord] {
+    try await database.read { db in
+      try Row.fetchAll(
+        db, sql: "SELECT * FROM publishRecord WHERE committedAtMillis >= ?", arguments: [sinceMillis]
+      ).map { row in
+        PublishRecord(
+          topic: row["topic"], key: row["key"], epoch: row["epoch"], firstOffset: row["firstOffset"],
+          lastOffset: row["lastOffset"], committedAtMillis: row["committedAtMillis"])
+      }
+    }
+  }
+
+  public func commit(_ batch: StorageBatch) async throws {
+    try await database.write { db in
+      for topic in batch.topics {
+        try db.execute(
+          sql: """
+            INSERT INTO topic (name, epoch, topOffset) VALUES (?, ?, ?)
+            ON CONFLICT (name) DO UPDATE SET topOffset = max(topOffset, excluded.topOffset)
+            """,
+          arguments: [topic.topic, topic.epoch, topic.topOffset])
+        let upsert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO card VALUES (?, ?, ?, ?, ?)")
+        for record in topic.records {
+          let blob = record.card.map { Data($0.serializedBytes()) }
+          try upsert.execute(arguments: [topic.topic, record.cardID, record.offset, blob, record.changedAtMillis])
+        }
+      }
+      let dropTombstone = try db.cachedStatement(
+        sql: "DELETE FROM card WHERE topic = ? AND cardID = ? AND offset = ? AND card IS NULL")
+      for prune in batch.prunes {
+        for tombstone in prune.tombstones {
+          try dropTombstone.execute(arguments: [prune.topic, tombstone.cardID, tombstone.offset])
+        }
+        try db.execute(
+          sql: "UPDATE topic SET floorOffset = max(floorOffset, ?) WHERE name = ?", arguments: [prune.floorOffset, prune.topic])
+      }
+      if let cutoff = batch.forgetPublishRecordsBeforeMillis {
+        try db.execute(sql: "DELETE FROM publishRecord WHERE committedAtMillis < ?", arguments: [cutoff])
+      }
+      let remember = try db.cachedStatement(sql: "INSERT OR REPLACE INTO publishRecord VALUES (?, ?, ?, ?, ?, ?)")
+      for record in batch.publishRecords {
+        try remember.execute(arguments: [
+          record.topic, record.key, record.epoch, record.firstOffset, record.lastOffset, record.committedAtMillis,
+        ])
+      }
+    }
+  }
+}

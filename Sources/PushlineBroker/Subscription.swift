@@ -1,0 +1,165 @@
+import PushlineRPC
+import PushlineSchema
+import Synchronization
+
+/// One subscriber's stream: the topics it follows, its coalescing outbound queue, and the
+/// task that writes to it, which waits in ``next(nowMillis:)`` while there is nothing to send.
+///
+/// The broker fills the queue (under its own lock, so the queue sees a topic's changes in
+/// offset order); the stream's writer drains it as fast as the connection takes the bytes.
+/// While the connection is slow, newer card versions replace queued ones, so memory is
+/// bounded by the cards of the subscribed topics, never by the publish rate.
+public final class Subscription: Sendable {
+  struct TopicProgress {
+    var epoch: Int64
+    /// The highest offset queued so far: once the queue holds nothing for the topic, the
+    /// client is complete through it.
+    var queuedThrough: Int64
+    /// The queue overflowed: the topic's entries were dropped and a fresh snapshot is due.
+    var needsSnapshot = false
+  }
+
+  struct State {
+    var queue = OutboundQueue()
+    var topics: [String: TopicProgress] = [:]
+    var waiter: CheckedContinuation<Void, any Error>?
+    var ended: RPCError?
+    var watermarkDue = false
+    var lastSentMillis: Int64
+  }
+
+  /// Who subscribed.
+  public let principal: Principal
+  let maxQueuedChanges: Int
+  let state: Mutex<State>
+
+  init(principal: Principal, maxQueuedChanges: Int, nowMillis: Int64) {
+    self.principal = principal
+    self.maxQueuedChanges = maxQueuedChanges
+    state = Mutex(State(lastSentMillis: nowMillis))
+  }
+
+  /// Queues a committed change of `topic` (broker lock held); past the queue's bound the
+  /// topic's entries are dropped in favour of a snapshot.
+  func enqueue(_ record: CardRecord, topic: String) {
+    let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+      guard state.ended == nil, var progress = state.topics[topic], !progress.needsSnapshot else { return nil }
+      progress.queuedThrough = record.offset
+      if state.queue.changeCount >= maxQueuedChanges {
+        state.queue.removeAll(for: topic)
+        progress.needsSnapshot = true
+      } else {
+        state.queue.append(record.change, topic: topic)
+      }
+      state.topics[topic] = progress
+      return state.waiter.take()
+    }
+    waiter?.resume()
+  }
+
+  /// Starts following `topic` (broker lock held): `catchUp` brings the client from its
+  /// position to the top, or `snapshot` replaces its copy.
+  func attach(_ topic: TopicState, catchUp: [CardRecord]?, snapshot: TopicUpdate?) {
+    let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+      state.topics[topic.name] = TopicProgress(epoch: topic.epoch, queuedThrough: topic.topOffset)
+      if let snapshot { state.queue.append(snapshot: snapshot) }
+      for record in catchUp ?? [] { state.queue.append(record.change, topic: topic.name) }
+      // A resume with nothing to catch up still confirms the position at once.
+      if catchUp?.isEmpty == true { state.watermarkDue = true }
+      return state.waiter.take()
+    }
+    waiter?.resume()
+  }
+
+  /// The topics whose queue overflowed and which need a snapshot.
+  var topicsNeedingSnapshot: [String] {
+    state.withLock { state in state.topics.filter(\.value.needsSnapshot).map(\.key) }
+  }
+
+  /// Queues a fresh snapshot of `topic` after an overflow (broker lock held).
+  func resynchronize(_ topic: TopicState, snapshot: TopicUpdate) {
+    state.withLock { state in
+      guard state.topics[topic.name]?.needsSnapshot == true else { return }
+      state.topics[topic.name] = TopicProgress(epoch: topic.epoch, queuedThrough: topic.topOffset)
+      state.queue.append(snapshot: snapshot)
+    }
+  }
+
+  /// Marks a watermark due when nothing was sent for `interval`, so an idle client still
+  /// learns its cards are current.
+  func markWatermarkDueIfIdle(nowMillis: Int64, intervalMillis: Int64) {
+    let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+      guard state.queue.isEmpty, nowMillis - state.lastSentMillis >= intervalMillis else { return nil }
+      state.watermarkDue = true
+      return state.waiter.take()
+    }
+    waiter?.resume()
+  }
+
+  /// Ends the stream with `error` (the token expired, the broker shuts down).
+  func end(with error: RPCError) {
+    let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+      if state.ended == nil { state.ended = error }
+      return state.waiter.take()
+    }
+    waiter?.resume()
+  }
+
+  /// The next updates to write, waiting until there are some; `maxChanges` bounds one batch.
+  /// Empty when a topic needs a snapshot after an overflow: the broker queues it, then asks again.
+  ///
+  /// - Throws: the ``RPCError`` the stream ended with, or `CancellationError`.
+  func next(maxChanges: Int, nowMillis: @Sendable () -> Int64) async throws -> [TopicUpdate] {
+    while true {
+      try Task.checkCancellation()
+      if let updates = try takeReady(maxChanges: maxChanges, nowMillis: nowMillis()) { return updates }
+      try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+          let ready = state.withLock { state in
+            if Task.isCancelled || state.ended != nil || !state.queue.isEmpty || state.watermarkDue
+              || state.topics.values.contains(where: \.needsSnapshot)
+            {
+              return true
+            }
+            state.waiter = continuation
+            return false
+          }
+          if ready { continuation.resume() }  // takeReady throws for an ended stream; checkCancellation for a cancelled one
+        }
+      } onCancel: {
+        state.withLock { $0.waiter.take() }?.resume(throwing: CancellationError())
+      }
+    }
+  }
+
+  func takeReady(maxChanges: Int, nowMillis: Int64) throws(RPCError) -> [TopicUpdate]? {
+    try state.withLock { state throws(RPCError) -> [TopicUpdate]? in
+      if let ended = state.ended { throw ended }
+      if state.topics.values.contains(where: \.needsSnapshot) { return [] }
+      if !state.queue.isEmpty {
+        let topics = state.topics
+        var updates = state.queue.take(limit: maxChanges) { topics[$0]?.epoch ?? 0 }
+        for index in updates.indices {
+          let topic = updates[index].topic
+          if updates[index].isSnapshot { continue }
+          // Complete through the topic's last queued offset once nothing of it is left;
+          // otherwise through this update's last change (what remains supersedes the rest).
+          updates[index].throughOffset =
+            state.queue.hasEntries(for: topic)
+            ? updates[index].changes.last?.offset ?? 0 : topics[topic]?.queuedThrough ?? 0
+          updates[index].serverTimeMillis = nowMillis
+        }
+        state.lastSentMillis = nowMillis
+        return updates
+      }
+      guard state.watermarkDue else { return nil }
+      state.watermarkDue = false
+      state.lastSentMillis = nowMillis
+      return state.topics.filter { !$0.value.needsSnapshot }.sorted { $0.key < $1.key }.map { topic, progress in
+        var watermark = TopicUpdate(topic: topic, epoch: progress.epoch, throughOffset: progress.queuedThrough)
+        watermark.serverTimeMillis = nowMillis
+        return watermark
+      }
+    }
+  }
+}

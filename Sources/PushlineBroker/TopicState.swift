@@ -1,0 +1,108 @@
+public import PushlineSchema
+
+/// One topic as the broker keeps it: the epoch, the top offset, the tombstone floor and the
+/// cards keyed by cardID, each with the offset of its last change. The card table is the
+/// log: a resume from any offset at or above the floor is served from it, compacted.
+public struct TopicState: Sendable {
+  public var name: String
+  /// Changes when the topic's history is lost (a new topic, an in-memory broker restarted):
+  /// positions from another epoch mean nothing.
+  public var epoch: Int64
+  /// The offset of the topic's last committed change; 0 before the first.
+  public var topOffset: Int64
+  /// The lowest position a resume is served from: every removal after it still has its
+  /// tombstone.
+  public var floorOffset: Int64
+  /// Live cards and tombstones, by cardID.
+  public private(set) var records: [String: CardRecord]
+  /// How many of `records` are tombstones.
+  public private(set) var tombstoneCount: Int
+
+  /// A topic with no changes yet.
+  public init(name: String, epoch: Int64) {
+    self.init(name: name, epoch: epoch, topOffset: 0, floorOffset: 0, records: [])
+  }
+
+  /// A topic as storage kept it.
+  public init(name: String, epoch: Int64, topOffset: Int64, floorOffset: Int64, records: [CardRecord]) {
+    self.name = name
+    self.epoch = epoch
+    self.topOffset = topOffset
+    self.floorOffset = floorOffset
+    self.records = Dictionary(records.map { ($0.cardID, $0) }, uniquingKeysWith: { $0.offset > $1.offset ? $0 : $1 })
+    tombstoneCount = records.count { $0.isTombstone }
+  }
+
+  /// Applies committed changes, whose offsets are above ``topOffset`` and increasing.
+  public mutating func apply(_ changes: [CardRecord]) {
+    for record in changes {
+      if let previous = records.updateValue(record, forKey: record.cardID), previous.isTombstone { tombstoneCount -= 1 }
+      if record.isTombstone { tombstoneCount += 1 }
+      topOffset = max(topOffset, record.offset)
+    }
+  }
+
+  /// Whether a client at `epoch` and `offset` can be brought up to date from the card table;
+  /// otherwise it needs a snapshot.
+  public func canResume(epoch: Int64?, offset: Int64?) -> Bool {
+    guard let epoch, let offset else { return false }
+    return epoch == self.epoch && offset >= floorOffset && offset <= topOffset
+  }
+
+  /// Every card and tombstone changed after `offset`, at its latest version, in offset order.
+  public func changes(after offset: Int64) -> [CardRecord] {
+    records.values.filter { $0.offset > offset }.sorted { $0.offset < $1.offset }
+  }
+
+  /// The live cards not expired at `nowSeconds`, in offset order: what a snapshot carries.
+  /// Expired cards are dropped here, lazily — the broker never pushes an expiry.
+  public func liveCards(nowSeconds: Int64) -> [CardRecord] {
+    records.values.filter { record in
+      guard let card = record.card else { return false }
+      return card.expiresAt.map { $0 > nowSeconds } ?? true
+    }.sorted { $0.offset < $1.offset }
+  }
+
+  /// The topic's snapshot at `nowMillis`, positioned at the top offset.
+  public func snapshot(nowMillis: Int64) -> TopicUpdate {
+    var update = TopicUpdate(topic: name, epoch: epoch, throughOffset: topOffset)
+    update.snapshot = true
+    update.changes = liveCards(nowSeconds: nowMillis / 1000).map(\.change)
+    update.serverTimeMillis = nowMillis
+    return update
+  }
+
+  /// The tombstones to drop so that at most `limit` remain and none is older than `maxAgeMillis`,
+  /// and the floor that dropping them sets; `nil` when there is nothing to drop. Oldest first.
+  /// Nothing is dropped until the count passes the limit by an eighth (at least 16), so that
+  /// prunes come in batches rather than one per removal.
+  public func tombstonesToPrune(limit: Int, maxAgeMillis: Int64, nowMillis: Int64) -> TombstonePrune? {
+    let oldestAllowed = nowMillis - maxAgeMillis
+    guard tombstoneCount > limit + max(16, limit / 8) || records.values.contains(where: { $0.isTombstone && $0.changedAtMillis < oldestAllowed })
+    else { return nil }
+    let tombstones = records.values.filter(\.isTombstone).sorted { $0.offset < $1.offset }
+    let excess = tombstones.count - limit
+    let pruned = tombstones.enumerated().filter { index, record in index < excess || record.changedAtMillis < oldestAllowed }
+      .map(\.element)
+    guard let last = pruned.last else { return nil }
+    return TombstonePrune(topic: name, tombstones: pruned.map { ($0.cardID, $0.offset) }, floorOffset: max(floorOffset, last.offset))
+  }
+
+  /// Drops the tombstones of `prune` that are still the cards' latest change, and raises the floor.
+  public mutating func apply(_ prune: TombstonePrune) {
+    for (cardID, offset) in prune.tombstones where records[cardID]?.offset == offset && records[cardID]?.isTombstone == true {
+      records[cardID] = nil
+      tombstoneCount -= 1
+    }
+    floorOffset = max(floorOffset, prune.floorOffset)
+  }
+}
+
+/// Tombstones dropped from a topic and the floor that results: a resume from below the floor
+/// gets a snapshot, since a removal it would need is gone.
+public struct TombstonePrune: Sendable {
+  public var topic: String
+  /// (cardID, offset of the removal) — a card changed again since keeps its new record.
+  public var tombstones: [(cardID: String, offset: Int64)]
+  public var floorOffset: Int64
+}

@@ -1,0 +1,30 @@
+import ArgumentParser
+import Foundation
+
+/// Where the token secret comes from: a file named on the command line, or the
+/// `PUSHLINE_TOKEN_SECRET` environment variable — never from code or a flag's value, which
+/// would end up in shell history and process listings.
+struct TokenSecretOptions: ParsableArguments {
+  /// The environment variable holding the secret.
+  static let environmentVariable = "PUSHLINE_TOKEN_SECRET"
+
+  @Option(help: "A file holding the token secret (at least 32 bytes; trailing newline ignored). Default: $PUSHLINE_TOKEN_SECRET.")
+  var tokenSecretFile: String?
+
+  /// The secret's bytes.
+  func secret() throws -> [UInt8] {
+    if let path = tokenSecretFile {
+      guard let data = FileManager.default.contents(atPath: path) else {
+        throw CommandFailure("cannot read the token secret file \(path)")
+      }
+      var text = String(decoding: data, as: UTF8.self)
+      while text.last?.isNewline == true { text.removeLast() }
+      return Array(text.utf8)
+    }
+    guard let value = ProcessInfo.processInfo.environment[Self.environmentVariable], !value.isEmpty else {
+      throw CommandFailure(
+        "no token secret: set \(Self.environmentVariable) or pass --token-secret-file (generate one with: openssl rand -hex 32)")
+    }
+    return Array(value.utf8)
+  }
+}

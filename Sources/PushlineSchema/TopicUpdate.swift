@@ -1,0 +1,83 @@
+public import PushlineWire
+
+/// What a subscription delivers and what GetCards returns (`pushline.broker.TopicUpdate`):
+/// changes to one topic, after which the client's copy is complete through `throughOffset`.
+public struct TopicUpdate: ReflectableMessage {
+  public static let protoName = "pushline.broker.TopicUpdate"
+
+  /// The topic. Required.
+  public var topic: String = "" { didSet { requiredFieldsSet |= 0b001 } }
+  /// The topic's epoch. Required.
+  public var epoch: Int64 = 0 { didSet { requiredFieldsSet |= 0b010 } }
+  /// True when `changes` are the topic's whole state, replacing the client's cards.
+  public var snapshot: Bool?
+  /// The changes, in increasing offset order.
+  public var changes: [CardChange] = []
+  /// The client's position once it has applied the update. Required.
+  public var throughOffset: Int64 = 0 { didSet { requiredFieldsSet |= 0b100 } }
+  /// The broker's clock when it sent the update, in Unix milliseconds.
+  public var serverTimeMillis: Int64?
+  public var unknownFields = UnknownFields()
+
+  var requiredFieldsSet: UInt8 = 0
+
+  public init() {}
+
+  /// A value with its required fields set.
+  public init(topic: String, epoch: Int64, throughOffset: Int64) {
+    self.topic = topic
+    self.epoch = epoch
+    self.throughOffset = throughOffset
+    requiredFieldsSet = 0b111
+  }
+
+  /// Whether the update replaces the topic's cards rather than changing some.
+  public var isSnapshot: Bool { snapshot ?? false }
+
+  public func encodedSize() -> Int {
+    WireSize.field(topic) &+ WireSize.field(epoch) &+ WireSize.field(snapshot) &+ WireSize.field(changes)
+      &+ WireSize.field(throughOffset) &+ WireSize.field(serverTimeMillis) &+ unknownFields.encodedSize
+  }
+
+  public func encode(to writer: inout WireWriter) {
+    unknownFields.write(to: &writer)
+    writer.write(0x30, serverTimeMillis)
+    writer.write(0x28, throughOffset)
+    writer.write(0x22, changes)
+    writer.write(0x18, snapshot)
+    writer.write(0x10, epoch)
+    writer.write(0x0A, topic)
+  }
+
+  public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {
+    while !reader.isAtEnd {
+      let tagStart = reader.offset
+      switch try reader.readTag() {
+      case 0x0A: topic = try reader.readString()
+      case 0x10: epoch = try reader.readInt64()
+      case 0x18: snapshot = try reader.readBool()
+      case 0x22: try reader.readMessage(appendingTo: &changes)
+      case 0x28: throughOffset = try reader.readInt64()
+      case 0x30: serverTimeMillis = try reader.readInt64()
+      case let tag: try reader.skipField(tag: tag, startingAt: tagStart, into: &unknownFields)
+      }
+    }
+  }
+
+  public var missingRequiredField: String? {
+    if requiredFieldsSet & 0b001 == 0 { return "topic" }
+    if requiredFieldsSet & 0b010 == 0 { return "epoch" }
+    if requiredFieldsSet & 0b100 == 0 { return "throughOffset" }
+    if let path = changes.firstMissingRequiredField { return "changes\(path)" }
+    return nil
+  }
+
+  public static let fields: [FieldDescriptor<Self>] = [
+    .required(1, "topic", \.topic),
+    .required(2, "epoch", \.epoch),
+    .optional(3, "snapshot", \.snapshot),
+    .repeated(4, "changes", \.changes),
+    .required(5, "throughOffset", \.throughOffset),
+    .optional(6, "serverTimeMillis", \.serverTimeMillis),
+  ]
+}

@@ -1,0 +1,167 @@
+import NIOCore
+import PushlineBroker
+import PushlineRPC
+import PushlineRPCNIO
+import PushlineSchema
+import Testing
+
+/// The broker's services over real sockets on 127.0.0.1.
+@Suite("Broker over loopback TCP")
+struct BrokerLoopbackTests {
+  static let secret = Array("0123456789abcdef0123456789abcdef".utf8)
+
+  struct Harness {
+    var port: Int
+    var broker: Broker
+    var authority: TokenAuthority
+
+    func token(_ role: Role, _ topics: [String], ttl: Int64 = 3_600_000) async throws -> String {
+      try await authority.mint(subject: "test", role: role, topics: topics, expiresAtMillis: BrokerConfiguration.systemMillis() + ttl)
+    }
+
+    func connect<Result: Sendable>(token: String?, _ body: (RPCConnection) async throws -> Result) async throws -> Result {
+      var configuration = ClientConnectionStateMachine.Configuration()
+      configuration.authToken = token
+      return try await RPCClient.withConnection(host: "127.0.0.1", port: port, configuration: configuration, body)
+    }
+  }
+
+  static func withBroker(_ body: (Harness) async throws -> Void) async throws {
+    let broker = try await Broker(storage: InMemoryBrokerStorage())
+    let authority = try await TokenAuthority(secret: secret, nowMillis: BrokerConfiguration.systemMillis)
+    var router = RPCRouter()
+    BrokerService.register(broker, authority: authority, in: &router)
+    try await RPCServer(router: router, configuration: .init(port: 0)).withRunningServer { address in
+      try await body(Harness(port: address.port!, broker: broker, authority: authority))
+    }
+  }
+
+  static func publish(_ connection: RPCConnection, _ topic: String, _ cards: [TrackerCard], removing: [String] = []) async throws
+    -> PublishResponse
+  {
+    try await connection.unary(
+      BrokerService.publishMethod,
+      request: PublishRequest(topic: topic, changes: cards.map { CardChange(upserting: $0) } + removing.map { CardChange(removing: $0) }),
+      response: PublishResponse.self)
+  }
+
+  @Test func publishedCardsReachASubscriberAndGetCards() async throws {
+    try await Self.withBroker { harness in
+      let publisherToken = try await harness.token(.publisher, ["driver/*"])
+      let subscriberToken = try await harness.token(.subscriber, ["driver/7"])
+      try await harness.connect(token: subscriberToken) { subscriber in
+        var updates = subscriber.serverStreaming(
+          BrokerService.subscribeMethod, request: SubscribeRequest(topics: [TopicPosition(topic: "driver/7")]),
+          response: TopicUpdate.self
+        ).makeAsyncIterator()
+        var replica = TopicReplica()
+        replica.apply(try #require(try await updates.next()))  // the (empty) snapshot comes first
+        try await harness.connect(token: publisherToken) { publisher in
+          _ = try await Self.publish(publisher, "driver/7", [card("a", 1), card("b", 1)])
+          _ = try await Self.publish(publisher, "driver/7", [card("a", 2)], removing: ["b"])
+        }
+        while replica.position != 4 { replica.apply(try #require(try await updates.next())) }
+        #expect(replica.violations.isEmpty)
+        #expect(replica.cards == ["a": card("a", 2)])
+
+        let pulled = try await subscriber.unary(
+          BrokerService.getCardsMethod, request: GetCardsRequest(topic: "driver/7"), response: TopicUpdate.self)
+        #expect(pulled.isSnapshot && pulled.changes.compactMap(\.card) == [card("a", 2)] && pulled.throughOffset == 4)
+      }
+    }
+  }
+
+  @Test func aDroppedConnectionResumesWithOnlyWhatItMissed() async throws {
+    try await Self.withBroker { harness in
+      let publisherToken = try await harness.token(.publisher, ["*"])
+      let subscriberToken = try await harness.token(.subscriber, ["driver/9"])
+      var truth: [String: TrackerCard] = [:]
+      var replica = TopicReplica()
+      try await harness.connect(token: publisherToken) { publisher in
+        for version in 1...20 {
+          let batch = [card("c\(version % 5)", version)]
+          _ = try await Self.publish(publisher, "driver/9", batch)
+          truth[batch[0].cardID] = batch[0]
+        }
+      }
+      // First connection: read until offset 10 or beyond, then the connection goes away.
+      try await harness.connect(token: subscriberToken) { subscriber in
+        for try await update in subscriber.serverStreaming(
+          BrokerService.subscribeMethod, request: SubscribeRequest(topics: [TopicPosition(topic: "driver/9")]),
+          response: TopicUpdate.self)
+        {
+          replica.apply(update)
+          if (replica.position ?? 0) >= 10 { break }
+        }
+      }
+      try await harness.connect(token: publisherToken) { publisher in
+        for version in 21...40 {
+          let batch = [card("c\(version % 7)", version)]
+          _ = try await Self.publish(publisher, "driver/9", batch)
+          truth[batch[0].cardID] = batch[0]
+        }
+        _ = try await Self.publish(publisher, "driver/9", [], removing: ["c1"])
+        truth["c1"] = nil
+      }
+      // Second connection: resume from the stored position.
+      try await harness.connect(token: subscriberToken) { subscriber in
+        var first = true
+        for try await update in subscriber.serverStreaming(
+          BrokerService.subscribeMethod,
+          request: SubscribeRequest(topics: [TopicPosition(topic: "driver/9", epoch: replica.epoch, offset: replica.position)]),
+          response: TopicUpdate.self)
+        {
+          if first { #expect(!update.isSnapshot) }
+          first = false
+          replica.apply(update)
+          if replica.position == 41 { break }
+        }
+      }
+      #expect(replica.violations.isEmpty)
+      #expect(replica.cards == truth)
+    }
+  }
+
+  @Test func theAuthMatrixGetsItsStatusesWhileOthersKeepBeingServed() async throws {
+    try await Self.withBroker { harness in
+      let subscriberToken = try await harness.token(.subscriber, ["driver/1"])
+      let publisherToken = try await harness.token(.publisher, ["driver/1"])
+      let forged = try await TokenAuthority(secret: Array(repeating: 1, count: 32), nowMillis: BrokerConfiguration.systemMillis)
+        .mint(subject: "x", role: .admin, topics: ["*"], expiresAtMillis: BrokerConfiguration.systemMillis() + 60_000)
+      let expired = try await harness.token(.admin, ["*"], ttl: -1000)
+      let cases: [(String?, String, StatusCode)] = [
+        (nil, "driver/1", .unauthenticated), (forged, "driver/1", .unauthenticated), (expired, "driver/1", .unauthenticated),
+        (publisherToken, "driver/1", .permissionDenied), (subscriberToken, "driver/2", .permissionDenied),
+      ]
+      try await harness.connect(token: subscriberToken) { good in
+        var updates = good.serverStreaming(
+          BrokerService.subscribeMethod, request: SubscribeRequest(topics: [TopicPosition(topic: "driver/1")]),
+          response: TopicUpdate.self
+        ).makeAsyncIterator()
+        _ = try await updates.next()
+        for (token, topic, code) in cases {
+          try await harness.connect(token: token) { connection in
+            await expectStatus(code) {
+              for try await _ in connection.serverStreaming(
+                BrokerService.subscribeMethod, request: SubscribeRequest(topics: [TopicPosition(topic: topic)]),
+                response: TopicUpdate.self)
+              {}
+            }
+          }
+        }
+        try await harness.connect(token: subscriberToken) { connection in
+          await expectStatus(.permissionDenied) { try await Self.publish(connection, "driver/1", [card("a", 1)]) }
+        }
+        try await harness.connect(token: publisherToken) { connection in
+          await expectStatus(.invalidArgument) {  // a change without its required cardID does not decode
+            try await connection.unary(
+              BrokerService.publishMethod, request: { var entry = MetadataEntry(key: "driver/1"); entry.value = "garbage"; return entry }(), response: PublishResponse.self)
+          }
+          _ = try await Self.publish(connection, "driver/1", [card("still-served", 1)])
+        }
+        let update = try #require(try await updates.next())
+        #expect(update.changes.map(\.cardID) == ["still-served"])
+      }
+    }
+  }
+}

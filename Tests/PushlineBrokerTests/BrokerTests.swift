@@ -1,0 +1,228 @@
+@testable import PushlineBroker
+import PushlineRPC
+import PushlineSchema
+import Synchronization
+import Testing
+
+@Suite("Broker: publish, resume, snapshots, coalescing")
+struct BrokerTests {
+  let clock = ManualWallClock()
+
+  func makeBroker(_ configure: (inout BrokerConfiguration) -> Void = { _ in }) async throws -> Broker {
+    var configuration = BrokerConfiguration(nowMillis: clock.function)
+    configure(&configuration)
+    return try await Broker(storage: InMemoryBrokerStorage(), configuration: configuration)
+  }
+
+  /// What the subscription has ready now, without waiting.
+  func ready(_ subscription: Subscription, limit: Int = 512) throws -> [TopicUpdate] {
+    try subscription.takeReady(maxChanges: limit, nowMillis: clock.now) ?? []
+  }
+
+  @Test func publishAssignsIncreasingOffsetsAndDeliversThem() async throws {
+    let broker = try await makeBroker()
+    let subscription = try broker.subscribe("driver/1")
+    let first = try ready(subscription)
+    #expect(first.count == 1 && first[0].isSnapshot && first[0].changes.isEmpty && first[0].throughOffset == 0)
+
+    let one = try await broker.publish("driver/1", [card("a", 1), card("b", 1)])
+    let two = try await broker.publish("driver/1", [card("a", 2)], removing: ["b"])
+    #expect((one.firstOffset, one.lastOffset, two.firstOffset, two.lastOffset) == (1, 2, 3, 4))
+    #expect(one.epoch == two.epoch && one.epoch == first[0].epoch)
+
+    var replica = TopicReplica()
+    for update in first + (try ready(subscription)) { replica.apply(update) }
+    #expect(replica.violations.isEmpty)
+    #expect(replica.cards == ["a": card("a", 2)])
+    #expect(replica.position == 4)
+  }
+
+  @Test func resumeIsServedCompactedFromTheCardTable() async throws {
+    let broker = try await makeBroker()
+    let start = try await broker.publish("t", [card("a", 1), card("b", 1), card("c", 1)])
+    try await broker.publish("t", [card("a", 2)])
+    try await broker.publish("t", [card("a", 3)], removing: ["b"])
+
+    let subscription = try broker.subscribe("t", epoch: start.epoch, offset: 3)
+    let updates = try ready(subscription)
+    #expect(updates.count == 1)
+    #expect(!updates[0].isSnapshot)
+    #expect(updates[0].changes.map(\.cardID) == ["a", "b"])
+    #expect(updates[0].changes.map(\.offset) == [5, 6])
+    #expect(updates[0].changes[1].card == nil)
+    #expect(updates[0].throughOffset == 6)
+  }
+
+  @Test func resumeAtTheTopConfirmsThePositionAtOnce() async throws {
+    let broker = try await makeBroker()
+    let response = try await broker.publish("t", [card("a", 1)])
+    let updates = try ready(try broker.subscribe("t", epoch: response.epoch, offset: 1))
+    #expect(updates.count == 1 && updates[0].changes.isEmpty && !updates[0].isSnapshot && updates[0].throughOffset == 1)
+  }
+
+  @Test(arguments: [
+    ("another epoch", Int64(12345), Int64(2)), ("below the floor", nil, Int64(1)), ("ahead of the top", nil, Int64(99)),
+  ])
+  func positionsThatCannotResumeGetASnapshot(_ name: String, epoch: Int64?, offset: Int64) async throws {
+    let broker = try await makeBroker { $0.maxTombstonesPerTopic = 0 }
+    var response = try await broker.publish("t", [card("a", 1), card("b", 1)])
+    // 17 removals pass the limit of 0 by the minimum slack of 16: all tombstones go, the floor rises.
+    let removed = (0..<17).map { "r\($0)" }
+    try await broker.publish("t", removed.map { card($0, 1) })
+    response = try await broker.publish("t", [], removing: removed)
+    let floor = broker.state.withLock { $0.topics["t"]!.floorOffset }
+    #expect(floor == response.lastOffset)
+
+    let updates = try ready(try broker.subscribe("t", epoch: epoch ?? response.epoch, offset: offset))
+    #expect(updates.count == 1 && updates[0].isSnapshot)
+    #expect(Set(updates[0].changes.map(\.cardID)) == ["a", "b"])
+    #expect(updates[0].throughOffset == response.lastOffset)
+  }
+
+  @Test func expiredCardsLeaveSnapshotsButAreNeverPushed() async throws {
+    let broker = try await makeBroker { $0.watermarkInterval = .seconds(3600) }
+    let nowSeconds = clock.now / 1000
+    try await broker.publish("t", [card("soon", 1, expiresAt: nowSeconds + 60), card("later", 1, expiresAt: nowSeconds + 7200)])
+    let subscription = try broker.subscribe("t")
+    #expect(try ready(subscription)[0].changes.count == 2)
+
+    clock.advance(by: .seconds(61))
+    broker.tick()
+    #expect(try ready(subscription).isEmpty)  // nothing pushed at expiry
+    let snapshot = try broker.cards(in: "t", for: reader)
+    #expect(snapshot.changes.map(\.cardID) == ["later"])
+  }
+
+  @Test func aNewerVersionReplacesTheQueuedOneAndMovesToTheBack() async throws {
+    let broker = try await makeBroker()
+    let subscription = try broker.subscribe("t")
+    _ = try ready(subscription)
+    try await broker.publish("t", [card("a", 1)])
+    try await broker.publish("t", [card("b", 1)])
+    try await broker.publish("t", [card("a", 2)])
+    let updates = try ready(subscription)
+    #expect(updates.count == 1)
+    #expect(updates[0].changes.map(\.cardID) == ["b", "a"])
+    #expect(updates[0].changes.map(\.offset) == [2, 3])
+    #expect(updates[0].changes[1].card == card("a", 2))
+    #expect(subscription.state.withLock { $0.queue.coalescedCount } == 1)
+  }
+
+  @Test func aBatchCutShortClaimsOnlyItsLastOffset() async throws {
+    let broker = try await makeBroker()
+    let subscription = try broker.subscribe("t")
+    _ = try ready(subscription)
+    try await broker.publish("t", (0..<5).map { card("c\($0)", 1) })
+    let first = try ready(subscription, limit: 2)
+    #expect(first[0].changes.map(\.offset) == [1, 2] && first[0].throughOffset == 2)
+    let rest = try ready(subscription, limit: 10)
+    #expect(rest[0].changes.map(\.offset) == [3, 4, 5] && rest[0].throughOffset == 5)
+  }
+
+  @Test func anOverflowingQueueFallsBackToASnapshot() async throws {
+    let broker = try await makeBroker { $0.maxQueuedChangesPerSubscription = 3 }
+    let subscription = try broker.subscribe("t")
+    var replica = TopicReplica()
+    for update in try ready(subscription) { replica.apply(update) }
+    for index in 0..<10 { try await broker.publish("t", [card("c\(index)", 1)]) }
+    #expect(subscription.state.withLock { $0.queue.changeCount } <= 3)
+
+    let updates = try await broker.nextUpdates(for: subscription)
+    #expect(updates.count == 1 && updates[0].isSnapshot && updates[0].throughOffset == 10)
+    for update in updates { replica.apply(update) }
+    try await broker.publish("t", [card("c0", 2)])
+    for update in try ready(subscription) { replica.apply(update) }
+    #expect(replica.violations.isEmpty)
+    #expect(replica.cards.count == 10 && replica.cards["c0"] == card("c0", 2) && replica.position == 11)
+  }
+
+  @Test func aRetryWithTheSameKeyIsAnsweredWithoutApplyingAgain() async throws {
+    let broker = try await makeBroker()
+    let first = try await broker.publish("t", [card("a", 1)], key: "k1")
+    let retry = try await broker.publish("t", [card("a", 1)], key: "k1")
+    #expect(retry.replayed == true && retry.firstOffset == first.firstOffset && retry.lastOffset == first.lastOffset)
+    #expect(broker.state.withLock { $0.topics["t"]!.topOffset } == 1)
+
+    clock.advance(by: .seconds(601))
+    let late = try await broker.publish("t", [card("a", 1)], key: "k1")
+    #expect(late.replayed == nil && late.firstOffset == 2)
+  }
+
+  @Test func concurrentPublishesShareCommitsAndNeverShareOffsets() async throws {
+    let storage = CountingStorage()
+    let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+    let responses = try await withThrowingTaskGroup(of: PublishResponse.self) { group in
+      for index in 0..<200 { group.addTask { try await broker.publish("t\(index % 4)", [card("c\(index)", 1)]) } }
+      return try await group.reduce(into: []) { $0.append($1) }
+    }
+    for topic in 0..<4 {
+      let offsets = responses.filter { $0.epoch == broker.state.withLock { $0.topics["t\(topic)"]!.epoch } }.map(\.firstOffset)
+      #expect(offsets.sorted() == Array(1...50))
+    }
+    #expect(storage.commits.withLock { $0 } < 200)
+  }
+
+  @Test func watermarksConfirmFreshnessWhenNothingChanges() async throws {
+    let broker = try await makeBroker { $0.watermarkInterval = .seconds(30) }
+    try await broker.publish("t", [card("a", 1)])
+    let subscription = try broker.subscribe("t")
+    _ = try ready(subscription)
+    clock.advance(by: .seconds(29))
+    broker.tick()
+    #expect(try ready(subscription).isEmpty)
+    clock.advance(by: .seconds(1))
+    broker.tick()
+    let watermark = try ready(subscription)
+    #expect(watermark.count == 1 && watermark[0].changes.isEmpty && watermark[0].throughOffset == 1)
+    #expect(watermark[0].serverTimeMillis == clock.now)
+  }
+
+  @Test func aStreamEndsWhenItsTokenExpires() async throws {
+    let broker = try await makeBroker()
+    let subscription = try broker.subscribe(
+      SubscribeRequest(topics: [TopicPosition(topic: "t")]),
+      for: principal(.subscriber, expiresAtMillis: clock.now + 5000))
+    _ = try ready(subscription)
+    clock.advance(by: .seconds(5))
+    broker.tick()
+    await expectStatus(.unauthenticated) { try await broker.nextUpdates(for: subscription) }
+  }
+
+  @Test func aStorageFailureFailsThePublishAndOffsetsAreNotReused() async throws {
+    let storage = CountingStorage()
+    let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+    try await broker.publish("t", [card("a", 1)])
+    storage.failing.withLock { $0 = true }
+    await #expect(throws: RPCError.self) { try await broker.publish("t", [card("a", 2)]) }
+    #expect(broker.state.withLock { $0.topics["t"]!.records["a"]?.card } == card("a", 1))
+    storage.failing.withLock { $0 = false }
+    let after = try await broker.publish("t", [card("a", 3)])
+    #expect(after.firstOffset == 3)
+  }
+
+  @Test(arguments: [
+    (PublishRequest(topic: "bad topic", changes: [CardChange(upserting: card("a", 1))]), StatusCode.invalidArgument),
+    (PublishRequest(topic: "t", changes: []), .invalidArgument),
+    (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a", 1)), CardChange(removing: "a")]), .invalidArgument),
+    (PublishRequest(topic: "t", changes: [{ var change = CardChange(upserting: card("a", 1)); change.cardID = "b"; return change }()]),
+      .invalidArgument),
+  ])
+  func badPublishesAreRefused(_ request: PublishRequest, code: StatusCode) async throws {
+    let broker = try await makeBroker()
+    await expectStatus(code) { try await broker.publish(request, for: publisher) }
+    #expect(broker.state.withLock { $0.pending.isEmpty && $0.topics.values.allSatisfy { $0.topOffset == 0 } })
+  }
+
+  @Test func rolesAndTopicClaimsAreEnforced() async throws {
+    let broker = try await makeBroker()
+    let request = PublishRequest(topic: "driver/1", changes: [CardChange(upserting: card("a", 1))])
+    await expectStatus(.permissionDenied) { try await broker.publish(request, for: reader) }
+    await expectStatus(.permissionDenied) { try await broker.publish(request, for: principal(.publisher, ["driver/2"])) }
+    _ = try await broker.publish(request, for: principal(.publisher, ["driver/*"]))
+    #expect(throws: RPCError.self) { try broker.cards(in: "driver/1", for: publisher) }
+    #expect(throws: RPCError.self) {
+      try broker.subscribe(SubscribeRequest(topics: [TopicPosition(topic: "driver/2")]), for: principal(.subscriber, ["driver/1"]))
+    }
+    #expect(try broker.cards(in: "driver/1", for: principal(.admin, ["driver/1"])).changes.count == 1)
+  }
+}

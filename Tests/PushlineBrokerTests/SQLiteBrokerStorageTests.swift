@@ -1,0 +1,67 @@
+import Foundation
+@testable import PushlineBroker
+import PushlineSchema
+import PushlineWire
+import Synchronization
+import Testing
+
+@Suite("SQLite storage: what a restarted broker still knows")
+struct SQLiteBrokerStorageTests {
+  let clock = ManualWallClock()
+  let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-\(UInt64.random(in: 0...UInt64.max))").path
+
+  func open() async throws -> Broker {
+    try await Broker(
+      storage: try SQLiteBrokerStorage(directory: directory),
+      configuration: BrokerConfiguration(maxTombstonesPerTopic: 0, nowMillis: clock.function))
+  }
+
+  @Test func aRestartKeepsEpochsOffsetsCardsTombstonesAndKeys() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    var unknown = card("a", 1)
+    unknown.unknownFields = try TrackerCard(serializedBytes: unknown.serializedBytes() + [0xA0, 0x06, 0x07]).unknownFields
+    let first: PublishResponse
+    do {
+      let broker = try await open()
+      first = try await broker.publish("t", [unknown, card("b", 1), card("c", 1)], key: "k")
+      try await broker.publish("t", [], removing: ["b"])
+    }
+    let broker = try await open()
+    let snapshot = try broker.cards(in: "t", for: reader)
+    #expect(snapshot.epoch == first.epoch && snapshot.throughOffset == 4)
+    #expect(snapshot.changes.map(\.cardID) == ["a", "c"])
+    #expect(snapshot.changes[0].card == unknown)  // unknown fields survive storage
+
+    let resumed = try broker.subscribe("t", epoch: first.epoch, offset: 3)
+    let updates = try resumed.takeReady(maxChanges: 10, nowMillis: clock.now) ?? []
+    #expect(updates.count == 1 && updates[0].changes.map(\.cardID) == ["b"] && updates[0].changes[0].card == nil)
+
+    let retry = try await broker.publish("t", [unknown, card("b", 1), card("c", 1)], key: "k")
+    #expect(retry.replayed == true && retry.firstOffset == 1)
+    let next = try await broker.publish("t", [card("d", 1)])
+    #expect(next.epoch == first.epoch && next.firstOffset == 5)
+  }
+
+  @Test func theFloorSurvivesARestart() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let removed = (0..<17).map { "r\($0)" }
+    let last: PublishResponse
+    do {
+      let broker = try await open()
+      try await broker.publish("t", removed.map { card($0, 1) })
+      last = try await broker.publish("t", [], removing: removed)
+      try await broker.publish("t", [card("x", 1)])  // the prune commits with or before this
+    }
+    let broker = try await open()
+    let floor = broker.state.withLock { ($0.topics["t"]!.floorOffset, $0.topics["t"]!.tombstoneCount) }
+    #expect(floor.0 == last.lastOffset && floor.1 == 0)
+    let updates = try broker.subscribe("t", epoch: last.epoch, offset: 5).takeReady(maxChanges: 10, nowMillis: clock.now) ?? []
+    #expect(updates.first?.isSnapshot == true)
+  }
+
+  @Test func anInMemoryBrokerComesBackWithNewEpochs() async throws {
+    let before = try await Broker(storage: InMemoryBrokerStorage()).publish("t", [card("a", 1)])
+    let after = try await Broker(storage: InMemoryBrokerStorage()).publish("t", [card("a", 1)])
+    #expect(before.epoch != after.epoch)
+  }
+}

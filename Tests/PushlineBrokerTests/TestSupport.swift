@@ -1,0 +1,98 @@
+@testable import PushlineBroker
+import PushlineRPC
+import PushlineSchema
+import Synchronization
+import Testing
+
+/// A wall clock the test moves by hand.
+final class ManualWallClock: Sendable {
+  private let millis: Mutex<Int64>
+
+  init(_ start: Int64 = 1_800_000_000_000) { millis = Mutex(start) }
+
+  var now: Int64 { millis.withLock { $0 } }
+
+  func advance(by duration: Duration) {
+    millis.withLock { $0 += duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000 }
+  }
+
+  var function: @Sendable () -> Int64 { { self.now } }
+}
+
+/// A client's copy of one topic, applying updates the way the delivery contract allows and
+/// recording every breach of it.
+struct TopicReplica {
+  var epoch: Int64?
+  var position: Int64?
+  var cards: [String: TrackerCard] = [:]
+  var violations: [String] = []
+
+  mutating func apply(_ update: TopicUpdate) {
+    if update.isSnapshot {
+      epoch = update.epoch
+      cards = Dictionary(uniqueKeysWithValues: update.changes.compactMap { change in change.card.map { (change.cardID, $0) } })
+      position = update.throughOffset
+      return
+    }
+    if update.epoch != epoch { violations.append("update of epoch \(update.epoch) without a snapshot (have \(String(describing: epoch)))") }
+    var last = position ?? 0
+    for change in update.changes {
+      let offset = change.offset ?? -1
+      if offset <= last { violations.append("offset \(offset) not above \(last)") }
+      last = offset
+      cards[change.cardID] = change.card
+    }
+    if update.throughOffset < last { violations.append("throughOffset \(update.throughOffset) below last change \(last)") }
+    if let position, update.throughOffset < position { violations.append("position went back from \(position) to \(update.throughOffset)") }
+    position = update.throughOffset
+  }
+
+  var resumePoint: TopicPosition { TopicPosition(topic: "", epoch: epoch, offset: position) }
+}
+
+func card(_ id: String, _ version: Int, expiresAt: Int64? = nil) -> TrackerCard {
+  var card = TrackerCard(cardID: id, priority: Double(version), isValid: true)
+  card.lastUpdatedAt = Int64(version)
+  card.expiresAt = expiresAt
+  return card
+}
+
+func principal(_ role: Role, _ topics: [String] = ["*"], expiresAtMillis: Int64 = .max) -> Principal {
+  Principal(subject: "test", role: role, topics: topics, expiresAtMillis: expiresAtMillis)
+}
+
+let publisher = principal(.publisher)
+let reader = principal(.subscriber)
+
+extension Broker {
+  /// Publishes upserts of `upserts` and removals of `removals` to `topic` as the test publisher.
+  @discardableResult
+  func publish(_ topic: String, _ upserts: [TrackerCard], removing removals: [String] = [], key: String? = nil) async throws
+    -> PublishResponse
+  {
+    try await publish(
+      PublishRequest(
+        topic: topic, changes: upserts.map { CardChange(upserting: $0) } + removals.map { CardChange(removing: $0) },
+        idempotencyKey: key),
+      for: publisher)
+  }
+
+  /// Subscribes the test reader to `topic` from `position`.
+  func subscribe(_ topic: String, epoch: Int64? = nil, offset: Int64? = nil) throws -> Subscription {
+    try subscribe(SubscribeRequest(topics: [TopicPosition(topic: topic, epoch: epoch, offset: offset)]), for: reader)
+  }
+}
+
+/// Expects `body` to throw an ``RPCError`` with `code`.
+func expectStatus<T>(
+  _ code: StatusCode, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> T
+) async {
+  do {
+    _ = try await body()
+    Issue.record("expected \(code), but the call succeeded", sourceLocation: sourceLocation)
+  } catch let error as RPCError {
+    #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+  } catch {
+    Issue.record("expected \(code), got \(error)", sourceLocation: sourceLocation)
+  }
+}
