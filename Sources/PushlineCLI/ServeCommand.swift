@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import Foundation
 import NIOCore
 import PushlineBroker
 import PushlineRPC
@@ -74,7 +75,8 @@ struct ServeCommand: AsyncParsableCommand {
       let server = RPCServer(router: router, configuration: .init(host: host, port: port))
       try await server.withRunningServer { address in
         let where_ = storage == .memory ? "in memory" : "in \(dataDir)"
-        print("pushline: serving on \(host):\(address.port ?? port), topics \(where_)")
+        // Unbuffered: scripts and tests wait for this line through a pipe.
+        FileHandle.standardOutput.write(Data("pushline: serving on \(host):\(address.port ?? port), topics \(where_)\n".utf8))
         await withDiscardingTaskGroup { group in
           group.addTask { await broker.run() }
           await Self.terminationSignal()
