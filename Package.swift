@@ -25,6 +25,9 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+    .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+    .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
   ],
   targets: [
     .target(name: "PushlineWire", swiftSettings: strictSettings),
@@ -46,6 +49,8 @@ let package = Package(
         "PushlineRPC", "PushlineSchema", "PushlineWire",
         .product(name: "GRDB", package: "GRDB.swift"),
         .product(name: "JWTKit", package: "jwt-kit"),
+        .product(name: "CoreMetrics", package: "swift-metrics"),
+        .product(name: "Logging", package: "swift-log"),
       ],
       swiftSettings: strictSettings
     ),
@@ -60,6 +65,11 @@ let package = Package(
         "PushlineBroker",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "CoreMetrics", package: "swift-metrics"),
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "Prometheus", package: "swift-prometheus"),
       ],
       swiftSettings: strictSettings
     ),
@@ -94,6 +104,7 @@ let package = Package(
       dependencies: [
         "PushlineBroker", "PushlineRPC", "PushlineRPCNIO", "PushlineSchema", "PushlineTesting", "PushlineWire",
         .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "MetricsTestKit", package: "swift-metrics"),
       ],
       swiftSettings: strictSettings
     ),

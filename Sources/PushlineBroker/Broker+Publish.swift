@@ -1,3 +1,5 @@
+import CoreMetrics
+import Logging
 import PushlineRPC
 public import PushlineSchema
 import Synchronization
@@ -83,10 +85,17 @@ extension Broker {
 
   /// Commits everything pending, batch after batch, until nothing is left; one runs at a time.
   private func commitPending() async {
+    let clock = ContinuousClock()
     while let (batch, publishes) = takePendingBatch() {
+      let started = clock.now
       do {
         try await storage.commit(batch)
+        let elapsed = (clock.now - started).components
+        configuration.metrics.commitDuration.recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
+        configuration.metrics.commitSize.record(publishes.count)
       } catch {
+        configuration.metrics.failedCommits.increment()
+        configuration.logger.error("commit failed", metadata: ["publishes": "\(publishes.count)", "error": "\(error)"])
         let failure = RPCError(
           code: .unavailable, message: "the publish could not be stored: \(error)", retryAfterMillis: 1000)
         for publish in publishes { for waiter in publish.waiters { waiter.continuation.resume(throwing: failure) } }
@@ -141,11 +150,12 @@ extension Broker {
   /// remembers idempotency keys, and schedules tombstone prunes for the topics it touched.
   private func applyCommitted(_ batch: StorageBatch, _ publishes: [PendingPublish]) {
     let now = configuration.nowMillis()
+    var coalesced = 0
     state.withLock { state in
       for publish in publishes {
         state.topics[publish.topic, default: TopicState(name: publish.topic, epoch: publish.epoch)].apply(publish.records)
         for subscription in state.subscribers[publish.topic].map({ Array($0.values) }) ?? [] {
-          for record in publish.records { subscription.enqueue(record, topic: publish.topic) }
+          for record in publish.records where subscription.enqueue(record, topic: publish.topic) { coalesced += 1 }
         }
       }
       for prune in batch.prunes { state.topics[prune.topic]?.apply(prune) }
@@ -165,5 +175,8 @@ extension Broker {
         }
       }
     }
+    configuration.metrics.publishes.increment(by: publishes.count)
+    configuration.metrics.publishedChanges.increment(by: publishes.reduce(0) { $0 + $1.records.count })
+    if coalesced > 0 { configuration.metrics.coalescedChanges.increment(by: coalesced) }
   }
 }

@@ -1,3 +1,5 @@
+import CoreMetrics
+import Logging
 public import PushlineRPC
 public import PushlineSchema
 import Synchronization
@@ -92,6 +94,7 @@ public final class Broker: Sendable {
         state.subscribers[topic.name, default: [:]][id] = subscription
       }
       state.subscriptions[id] = subscription
+      configuration.metrics.subscriptions.record(state.subscriptions.count)
     }
     return subscription
   }
@@ -113,7 +116,10 @@ public final class Broker: Sendable {
         }
       }
       let updates = try await subscription.next(maxChanges: configuration.maxChangesPerUpdate, nowMillis: configuration.nowMillis)
-      if !updates.isEmpty { return updates }
+      if !updates.isEmpty {
+        configuration.metrics.deliveredChanges.increment(by: updates.reduce(0) { $0 + $1.changes.count })
+        return updates
+      }
     }
   }
 
@@ -126,22 +132,27 @@ public final class Broker: Sendable {
         state.subscribers[topic]?[id] = nil
         if state.subscribers[topic]?.isEmpty == true { state.subscribers[topic] = nil }
       }
+      configuration.metrics.subscriptions.record(state.subscriptions.count)
     }
   }
 
   /// The periodic duties, to be called every second or so (``run()`` does): a watermark for
-  /// each subscription idle for the watermark interval, and the end, with UNAUTHENTICATED, of
-  /// each subscription whose token has expired.
+  /// each subscription idle for the watermark interval, the end, with UNAUTHENTICATED, of
+  /// each subscription whose token has expired, and the queue-depth gauge.
   public func tick() {
     let now = configuration.nowMillis()
     let interval = configuration.watermarkInterval.milliseconds
+    var queued = 0
     for subscription in state.withLock({ Array($0.subscriptions.values) }) {
+      queued += subscription.queuedChanges
       if subscription.principal.expiresAtMillis <= now {
+        configuration.logger.info("a subscription's token expired", metadata: ["subject": "\(subscription.principal.subject)"])
         subscription.end(with: RPCError(code: .unauthenticated, message: "the token expired; reconnect with a new one"))
       } else {
         subscription.markWatermarkDueIfIdle(nowMillis: now, intervalMillis: interval)
       }
     }
+    configuration.metrics.queuedChanges.record(queued)
   }
 
   /// Calls ``tick()`` every `interval` until the task is cancelled.

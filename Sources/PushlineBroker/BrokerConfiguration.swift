@@ -1,4 +1,5 @@
 import Foundation
+public import Logging
 
 /// How a broker behaves: the bounds that keep it safe and the clock it reads.
 public struct BrokerConfiguration: Sendable {
@@ -22,6 +23,10 @@ public struct BrokerConfiguration: Sendable {
   /// The wall clock, in Unix milliseconds: offsets' change times, expiry, watermarks, tokens.
   /// Tests inject their own.
   public var nowMillis: @Sendable () -> Int64
+  /// Where the broker reports its figures.
+  public var metrics: BrokerMetrics
+  /// Where the broker logs what operators should know (failed commits, expired streams).
+  public var logger: Logger
 
   /// The defaults: 1,000 tombstones or 7 days, a 10-minute idempotency window, a watermark
   /// after 30 s of silence, 100,000 queued changes per subscriber.
@@ -30,7 +35,8 @@ public struct BrokerConfiguration: Sendable {
     idempotencyWindow: Duration = .seconds(600), watermarkInterval: Duration = .seconds(30),
     maxQueuedChangesPerSubscription: Int = 100_000, maxChangesPerUpdate: Int = 512, maxChangesPerPublish: Int = 10_000,
     maxTopicsPerSubscription: Int = 1000,
-    nowMillis: @escaping @Sendable () -> Int64 = BrokerConfiguration.systemMillis
+    nowMillis: @escaping @Sendable () -> Int64 = BrokerConfiguration.systemMillis,
+    metrics: BrokerMetrics = BrokerMetrics(), logger: Logger = Logger(label: "pushline.broker")
   ) {
     self.maxTombstonesPerTopic = maxTombstonesPerTopic
     self.maxTombstoneAge = maxTombstoneAge
@@ -41,6 +47,8 @@ public struct BrokerConfiguration: Sendable {
     self.maxChangesPerPublish = maxChangesPerPublish
     self.maxTopicsPerSubscription = maxTopicsPerSubscription
     self.nowMillis = nowMillis
+    self.metrics = metrics
+    self.logger = logger
   }
 }
 

@@ -48,18 +48,22 @@ public struct OutboundQueue: Sendable {
   public func hasEntries(for topic: String) -> Bool { perTopic[topic, default: 0] > 0 }
 
   /// Queues `change` (which has its offset) for `topic`, replacing a queued change of the
-  /// same card.
-  public mutating func append(_ change: CardChange, topic: String) {
+  /// same card; returns whether it replaced one.
+  @discardableResult
+  public mutating func append(_ change: CardChange, topic: String) -> Bool {
+    var coalesced = false
     let key = Key(topic: topic, cardID: change.cardID)
     if let position = positions[key] {
       remove(at: position)
       coalescedCount += 1
+      coalesced = true
     }
     positions[key] = slots.count
     slots.append(.change(topic: topic, change))
     changeCount += 1
     entryCount += 1
     perTopic[topic, default: 0] += 1
+    return coalesced
   }
 
   /// Queues a snapshot of its topic.

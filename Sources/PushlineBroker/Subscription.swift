@@ -40,22 +40,28 @@ public final class Subscription: Sendable {
   }
 
   /// Queues a committed change of `topic` (broker lock held); past the queue's bound the
-  /// topic's entries are dropped in favour of a snapshot.
-  func enqueue(_ record: CardRecord, topic: String) {
-    let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
-      guard state.ended == nil, var progress = state.topics[topic], !progress.needsSnapshot else { return nil }
+  /// topic's entries are dropped in favour of a snapshot. Returns whether the change
+  /// replaced a queued older version of its card.
+  func enqueue(_ record: CardRecord, topic: String) -> Bool {
+    let (waiter, coalesced) = state.withLock { state -> (CheckedContinuation<Void, any Error>?, Bool) in
+      guard state.ended == nil, var progress = state.topics[topic], !progress.needsSnapshot else { return (nil, false) }
       progress.queuedThrough = record.offset
+      var coalesced = false
       if state.queue.changeCount >= maxQueuedChanges {
         state.queue.removeAll(for: topic)
         progress.needsSnapshot = true
       } else {
-        state.queue.append(record.change, topic: topic)
+        coalesced = state.queue.append(record.change, topic: topic)
       }
       state.topics[topic] = progress
-      return state.waiter.take()
+      return (state.waiter.take(), coalesced)
     }
     waiter?.resume()
+    return coalesced
   }
+
+  /// How many changes wait in the queue.
+  var queuedChanges: Int { state.withLock { $0.queue.changeCount } }
 
   /// Starts following `topic` (broker lock held): `catchUp` brings the client from its
   /// position to the top, or `snapshot` replaces its copy.

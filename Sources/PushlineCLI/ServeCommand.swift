@@ -2,6 +2,9 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import NIOCore
+import Logging
+import CoreMetrics
+import Prometheus
 import PushlineBroker
 import PushlineRPC
 import PushlineRPCNIO
@@ -54,8 +57,13 @@ struct ServeCommand: AsyncParsableCommand {
   @Option(help: "Seconds a publish's idempotency key is remembered.")
   var idempotencyWindow = 600
 
+  @Option(help: "A port for the admin HTTP endpoint (GET /metrics, Prometheus text), on --host; off if absent.")
+  var metricsPort: Int?
+
   func validate() throws {
-    guard (0...65_535).contains(port) else { throw ValidationError("--port must be 0…65535") }
+    guard (0...65_535).contains(port), (0...65_535).contains(metricsPort ?? 0) else {
+      throw ValidationError("--port and --metrics-port must be 0…65535")
+    }
     guard watermarkInterval > 0, tombstoneLimit >= 0, idempotencyWindow >= 0 else {
       throw ValidationError("--watermark-interval must be positive, --tombstone-limit and --idempotency-window not negative")
     }
@@ -63,6 +71,9 @@ struct ServeCommand: AsyncParsableCommand {
 
   func run() async throws {
     let secret = try tokenSecret.secret()
+    let registry = PrometheusCollectorRegistry()
+    MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+    let logger = Logger(label: "pushline.serve")
     let configuration = BrokerConfiguration(
       maxTombstonesPerTopic: tombstoneLimit, idempotencyWindow: .seconds(idempotencyWindow),
       watermarkInterval: .seconds(watermarkInterval))
@@ -73,6 +84,10 @@ struct ServeCommand: AsyncParsableCommand {
       var router = RPCRouter()
       BrokerService.register(broker, authority: authority, in: &router)
       let server = RPCServer(router: router, configuration: .init(host: host, port: port))
+      var metricsChannel: (any Channel)?
+      if let metricsPort { metricsChannel = try await MetricsEndpoint.bind(host: host, port: metricsPort, registry: registry) }
+      defer { metricsChannel?.close(promise: nil) }
+      if let address = metricsChannel?.localAddress { logger.info("metrics on http://\(host):\(address.port ?? 0)/metrics") }
       try await server.withRunningServer { address in
         let where_ = storage == .memory ? "in memory" : "in \(dataDir)"
         // Unbuffered: scripts and tests wait for this line through a pipe.
