@@ -79,25 +79,17 @@ struct ServeCommand: AsyncParsableCommand {
       watermarkInterval: .seconds(watermarkInterval))
     do {
       let store: any BrokerStorage = storage == .memory ? InMemoryBrokerStorage() : try SQLiteBrokerStorage(directory: dataDir)
-      let broker = try await Broker(storage: store, configuration: configuration)
-      let authority = try await TokenAuthority(secret: secret, nowMillis: configuration.nowMillis)
-      var router = RPCRouter()
-      BrokerService.register(broker, authority: authority, in: &router)
-      let server = RPCServer(router: router, configuration: .init(host: host, port: port))
       var metricsChannel: (any Channel)?
       if let metricsPort { metricsChannel = try await MetricsEndpoint.bind(host: host, port: metricsPort, registry: registry) }
       defer { metricsChannel?.close(promise: nil) }
       if let address = metricsChannel?.localAddress { logger.info("metrics on http://\(host):\(address.port ?? 0)/metrics") }
-      try await server.withRunningServer { address in
+      let brokerHost = BrokerHost(storage: store, configuration: configuration, secret: secret, host: host, port: port)
+      try await brokerHost.run { running in
         let where_ = storage == .memory ? "in memory" : "in \(dataDir)"
         // Unbuffered: scripts and tests wait for this line through a pipe.
-        FileHandle.standardOutput.write(Data("pushline: serving on \(host):\(address.port ?? port), topics \(where_)\n".utf8))
-        await withDiscardingTaskGroup { group in
-          group.addTask { await broker.run() }
-          await Self.terminationSignal()
-          print("pushline: stopping")
-          group.cancelAll()
-        }
+        FileHandle.standardOutput.write(Data("pushline: serving on \(host):\(running.address.port ?? port), topics \(where_)\n".utf8))
+        await Self.terminationSignal()
+        print("pushline: stopping")
       }
     } catch let error as RPCError {
       throw CommandFailure("\(error)")

@@ -1,0 +1,38 @@
+import NIOCore
+import PushlineBroker
+import PushlineRPC
+import PushlineRPCNIO
+
+/// A broker served on TCP: the pieces `serve` and `demo` both assemble — storage, the broker
+/// and its periodic duties, the token authority, the RPC server.
+struct BrokerHost {
+  /// What the running broker offers to the code it runs.
+  struct Running {
+    var address: SocketAddress
+    var broker: Broker
+    var authority: TokenAuthority
+  }
+
+  var storage: any BrokerStorage
+  var configuration: BrokerConfiguration
+  var secret: [UInt8]
+  var host: String
+  var port: Int
+
+  /// Starts the broker, runs `body` while it serves, then shuts it down gracefully (GOAWAY,
+  /// grace period).
+  func run<Result: Sendable>(_ body: (Running) async throws -> Result) async throws -> Result {
+    let broker = try await Broker(storage: storage, configuration: configuration)
+    let authority = try await TokenAuthority(secret: secret, nowMillis: configuration.nowMillis)
+    var router = RPCRouter()
+    BrokerService.register(broker, authority: authority, in: &router)
+    let server = RPCServer(router: router, configuration: .init(host: host, port: port))
+    return try await server.withRunningServer { address in
+      try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { await broker.run() }
+        defer { group.cancelAll() }
+        return try await body(Running(address: address, broker: broker, authority: authority))
+      }
+    }
+  }
+}
