@@ -16,6 +16,7 @@ let package = Package(
     .library(name: "PushlineRPC", targets: ["PushlineRPC"]),
     .library(name: "PushlineRPCNIO", targets: ["PushlineRPCNIO"]),
     .library(name: "PushlineBroker", targets: ["PushlineBroker"]),
+    .library(name: "PushlineClient", targets: ["PushlineClient"]),
     .library(name: "PushlineTesting", targets: ["PushlineTesting"]),
     .library(name: "PushlineCLI", targets: ["PushlineCLI"]),
     .executable(name: "pushline", targets: ["pushline"]),
@@ -54,6 +55,14 @@ let package = Package(
       ],
       swiftSettings: strictSettings
     ),
+    .target(
+      name: "PushlineClient",
+      dependencies: [
+        "PushlineRPC", "PushlineSchema", "PushlineWire",
+        .product(name: "GRDB", package: "GRDB.swift"),
+      ],
+      swiftSettings: strictSettings
+    ),
     .target(name: "PushlineTesting", dependencies: ["PushlineWire", "PushlineSchema"], swiftSettings: strictSettings),
     .target(
       name: "PushlineCLI",
@@ -63,6 +72,7 @@ let package = Package(
         "PushlineRPC",
         "PushlineRPCNIO",
         "PushlineBroker",
+        "PushlineClient",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
@@ -105,6 +115,14 @@ let package = Package(
         "PushlineBroker", "PushlineRPC", "PushlineRPCNIO", "PushlineSchema", "PushlineTesting", "PushlineWire",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "MetricsTestKit", package: "swift-metrics"),
+      ],
+      swiftSettings: strictSettings
+    ),
+    .testTarget(
+      name: "PushlineClientTests",
+      dependencies: [
+        "PushlineClient", "PushlineBroker", "PushlineCLI", "PushlineRPC", "PushlineRPCNIO", "PushlineSchema", "PushlineWire",
+        .product(name: "NIOCore", package: "swift-nio"),
       ],
       swiftSettings: strictSettings
     ),

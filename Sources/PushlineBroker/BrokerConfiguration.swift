@@ -1,4 +1,5 @@
 import Foundation
+public import PushlineRPC
 public import Logging
 
 /// How a broker behaves: the bounds that keep it safe and the clock it reads.
@@ -35,7 +36,7 @@ public struct BrokerConfiguration: Sendable {
     idempotencyWindow: Duration = .seconds(600), watermarkInterval: Duration = .seconds(30),
     maxQueuedChangesPerSubscription: Int = 100_000, maxChangesPerUpdate: Int = 512, maxChangesPerPublish: Int = 10_000,
     maxTopicsPerSubscription: Int = 1000,
-    nowMillis: @escaping @Sendable () -> Int64 = BrokerConfiguration.systemMillis,
+    nowMillis: @escaping @Sendable () -> Int64 = WallClock.systemMillis,
     metrics: BrokerMetrics = BrokerMetrics(), logger: Logger = Logger(label: "pushline.broker")
   ) {
     self.maxTombstonesPerTopic = maxTombstonesPerTopic
@@ -50,11 +51,6 @@ public struct BrokerConfiguration: Sendable {
     self.metrics = metrics
     self.logger = logger
   }
-}
-
-extension BrokerConfiguration {
-  /// The system's wall clock in Unix milliseconds.
-  public static let systemMillis: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
 }
 
 extension Duration {

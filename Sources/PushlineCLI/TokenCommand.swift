@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PushlineBroker
+import PushlineRPC
 
 /// `pushline token`: mints a token for development and scripts.
 struct TokenCommand: AsyncParsableCommand {
@@ -36,11 +37,11 @@ struct TokenCommand: AsyncParsableCommand {
   func run() async throws {
     let authority: TokenAuthority
     do {
-      authority = try await TokenAuthority(secret: tokenSecret.secret(), nowMillis: BrokerConfiguration.systemMillis)
+      authority = try await TokenAuthority(secret: tokenSecret.secret(), nowMillis: WallClock.systemMillis)
     } catch let error as TokenAuthorityError {
       throw CommandFailure("\(error)")
     }
-    let expiry = BrokerConfiguration.systemMillis() + Int64(ttl) * 1000
+    let expiry = WallClock.systemMillis() + Int64(ttl) * 1000
     print(try await authority.mint(subject: subject, role: Role(rawValue: role)!, topics: topics, expiresAtMillis: expiry))
   }
 }

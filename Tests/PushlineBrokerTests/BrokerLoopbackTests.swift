@@ -16,7 +16,7 @@ struct BrokerLoopbackTests {
     var authority: TokenAuthority
 
     func token(_ role: Role, _ topics: [String], ttl: Int64 = 3_600_000) async throws -> String {
-      try await authority.mint(subject: "test", role: role, topics: topics, expiresAtMillis: BrokerConfiguration.systemMillis() + ttl)
+      try await authority.mint(subject: "test", role: role, topics: topics, expiresAtMillis: WallClock.systemMillis() + ttl)
     }
 
     func connect<Result: Sendable>(token: String?, _ body: (RPCConnection) async throws -> Result) async throws -> Result {
@@ -28,7 +28,7 @@ struct BrokerLoopbackTests {
 
   static func withBroker(_ body: (Harness) async throws -> Void) async throws {
     let broker = try await Broker(storage: InMemoryBrokerStorage())
-    let authority = try await TokenAuthority(secret: secret, nowMillis: BrokerConfiguration.systemMillis)
+    let authority = try await TokenAuthority(secret: secret, nowMillis: WallClock.systemMillis)
     var router = RPCRouter()
     BrokerService.register(broker, authority: authority, in: &router)
     try await RPCServer(router: router, configuration: .init(port: 0)).withRunningServer { address in
@@ -126,8 +126,8 @@ struct BrokerLoopbackTests {
     try await Self.withBroker { harness in
       let subscriberToken = try await harness.token(.subscriber, ["driver/1"])
       let publisherToken = try await harness.token(.publisher, ["driver/1"])
-      let forged = try await TokenAuthority(secret: Array(repeating: 1, count: 32), nowMillis: BrokerConfiguration.systemMillis)
-        .mint(subject: "x", role: .admin, topics: ["*"], expiresAtMillis: BrokerConfiguration.systemMillis() + 60_000)
+      let forged = try await TokenAuthority(secret: Array(repeating: 1, count: 32), nowMillis: WallClock.systemMillis)
+        .mint(subject: "x", role: .admin, topics: ["*"], expiresAtMillis: WallClock.systemMillis() + 60_000)
       let expired = try await harness.token(.admin, ["*"], ttl: -1000)
       let cases: [(String?, String, StatusCode)] = [
         (nil, "driver/1", .unauthenticated), (forged, "driver/1", .unauthenticated), (expired, "driver/1", .unauthenticated),

@@ -35,8 +35,8 @@ struct CrashRecoveryTests {
   @Test func everyAcknowledgedUpdateSurvivesSIGKILL() async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-crash-\(UInt32.random(in: 0...UInt32.max))").path
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    let authority = try await TokenAuthority(secret: Array(Self.secret.utf8), nowMillis: BrokerConfiguration.systemMillis)
-    let expiry = BrokerConfiguration.systemMillis() + 3_600_000
+    let authority = try await TokenAuthority(secret: Array(Self.secret.utf8), nowMillis: WallClock.systemMillis)
+    let expiry = WallClock.systemMillis() + 3_600_000
     let publisherToken = try await authority.mint(subject: "load", role: .publisher, topics: ["driver/*"], expiresAtMillis: expiry)
     let readerToken = try await authority.mint(subject: "reader", role: .subscriber, topics: ["driver/*"], expiresAtMillis: expiry)
 

@@ -1,0 +1,60 @@
+import Foundation
+import PushlineClient
+
+/// Renders the tracker's modes as text: a full frame for a terminal, and one line per change
+/// for logs and pipes. Pure functions of their inputs, so tests read exactly what users see.
+enum TrackerView {
+  /// `HH:mm:ss` of a Unix-milliseconds time, in the local time zone.
+  static func clock(_ millis: Int64) -> String {
+    let formatter = DateFormatter()
+    formatter.dateFormat = "HH:mm:ss"
+    return formatter.string(from: Date(timeIntervalSince1970: Double(millis) / 1000))
+  }
+
+  /// "12 s", "3 min", "2 h".
+  static func age(_ seconds: Int64) -> String {
+    switch seconds {
+    case ..<60: "\(max(0, seconds)) s"
+    case ..<3600: "\(seconds / 60) min"
+    default: "\(seconds / 3600) h"
+    }
+  }
+
+  /// The connection line: "live", "connecting (attempt 2)", "offline since 12:00:05 · retrying at …".
+  static func connection(_ state: ConnectionState) -> String {
+    let offline = state.offlineSinceMillis.map { " · offline since \(clock($0))" } ?? ""
+    switch state.phase {
+    case .idle: return "starting"
+    case .connecting(let attempt): return "connecting (attempt \(attempt))\(offline)"
+    case .live: return "live"
+    case .backingOff(let until, let reason): return "retrying at \(clock(until))\(offline) · \(reason)"
+    case .stopped(let reason): return "stopped: \(reason)"
+    }
+  }
+
+  /// One card: its text, and when it may be out of date, its age and why —
+  /// "Today · ••••  (updated 3 min ago · offline)".
+  static func item(_ item: TrackerItem, nowMillis: Int64) -> String {
+    guard let staleness = item.staleness else { return item.text }
+    let updated = "updated \(age(nowMillis / 1000 - item.lastUpdatedAt)) ago"
+    switch staleness {
+    case .offline: return "\(item.text)  (\(updated) · offline)"
+    case .serviceOutage(let message): return "\(item.text)  (\(updated) · \(message ?? "service outage"))"
+    }
+  }
+
+  /// The whole screen.
+  static func frame(_ modes: TrackerModes, bulletins: [TrackerBulletin], nowMillis: Int64, title: String) -> [String] {
+    var lines = ["\(title) — \(connection(modes.connection))\(modes.privacy ? " · privacy on" : "")", ""]
+    lines.append("STATUS   " + (modes.status.map { item($0, nowMillis: nowMillis) } ?? "—"))
+    lines.append("")
+    lines.append("BROWSE")
+    if modes.browse.isEmpty { lines.append("  (no cards)") }
+    for (rank, entry) in modes.browse.enumerated() { lines.append("  \(rank + 1). \(item(entry, nowMillis: nowMillis))") }
+    lines.append("")
+    lines.append("BULLETINS")
+    if bulletins.isEmpty { lines.append("  (none yet)") }
+    for bulletin in bulletins.suffix(5).reversed() { lines.append("  \(bulletin.text)") }
+    return lines
+  }
+}

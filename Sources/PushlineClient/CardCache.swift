@@ -1,0 +1,65 @@
+public import PushlineSchema
+import Synchronization
+
+/// The client's cards per topic, in memory, written behind to a ``CachePersistence``:
+/// updates apply at memory speed, and ``flush()`` stores the changed topics in one atomic
+/// write, cards and positions together.
+public final class CardCache: Sendable {
+  private struct State {
+    var topics: [String: TopicCache]
+    var dirty: Set<String> = []
+  }
+
+  private let persistence: (any CachePersistence)?
+  private let state: Mutex<State>
+
+  /// A cache loaded from `persistence` (or empty and memory-only when `nil`).
+  ///
+  /// - Throws: whatever `persistence` throws while loading.
+  public init(persistence: (any CachePersistence)?) throws {
+    self.persistence = persistence
+    let topics = try persistence?.load() ?? []
+    state = Mutex(State(topics: Dictionary(uniqueKeysWithValues: topics.map { ($0.topic, $0) })))
+  }
+
+  /// Applies `update` to its topic (see ``TopicCache/apply(_:receivedAtMillis:)``).
+  @discardableResult
+  public func apply(_ update: TopicUpdate, receivedAtMillis: Int64) -> TopicCache.Outcome {
+    state.withLock { state in
+      let outcome = state.topics[update.topic, default: TopicCache(topic: update.topic)].apply(update, receivedAtMillis: receivedAtMillis)
+      state.dirty.insert(update.topic)
+      return outcome
+    }
+  }
+
+  /// Writes the topics changed since the last flush.
+  ///
+  /// - Throws: whatever the persistence throws; the topics stay dirty for the next flush.
+  public func flush() throws {
+    guard let persistence else { return }
+    let changed = state.withLock { state in
+      defer { state.dirty = [] }
+      return state.dirty.compactMap { state.topics[$0] }
+    }
+    guard !changed.isEmpty else { return }
+    do {
+      try persistence.save(changed)
+    } catch {
+      state.withLock { state in state.dirty.formUnion(changed.map(\.topic)) }
+      throw error
+    }
+  }
+
+  /// Where to resume each of `topics`.
+  public func positions(for topics: [String]) -> [TopicPosition] {
+    state.withLock { state in topics.map { state.topics[$0]?.resumePosition ?? TopicPosition(topic: $0) } }
+  }
+
+  /// A topic's copy, if the cache has one.
+  public func topic(_ name: String) -> TopicCache? { state.withLock { $0.topics[name] } }
+
+  /// Every card of `topics`.
+  public func cards(in topics: [String]) -> [CachedCard] {
+    state.withLock { state in topics.flatMap { state.topics[$0]?.cards.values.map { $0 } ?? [] } }
+  }
+}

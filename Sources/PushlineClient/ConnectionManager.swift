@@ -1,0 +1,88 @@
+public import PushlineRPC
+import Synchronization
+
+/// Keeps the client connected: connects, runs every service's pull-and-push in the session,
+/// and on any loss reconnects after an exponential, jittered backoff, each topic resuming from
+/// its cached position. It stops for good only when the broker refuses the token or the
+/// topics (statuses that a retry cannot fix). Its state reaches the tracker (and so the UI).
+public final class ConnectionManager: Sendable {
+  private let connector: any TrackerConnector
+  private let services: [ServiceDataManager]
+  private let tracker: TrackerDataManager
+  private let backoff: Backoff
+  private let nowMillis: @Sendable () -> Int64
+  private let sleep: @Sendable (Duration) async throws -> Void
+  private let unitRandom: @Sendable () -> Double
+  private let state = Mutex(ConnectionState())
+
+  /// A manager feeding `tracker` with `services`' cards through `connector`. `sleep` and
+  /// `unitRandom` are injectable so tests control time and jitter.
+  public init(
+    connector: any TrackerConnector, services: [ServiceDataManager], tracker: TrackerDataManager, backoff: Backoff = Backoff(),
+    nowMillis: @escaping @Sendable () -> Int64 = WallClock.systemMillis,
+    sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+    unitRandom: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }
+  ) {
+    self.connector = connector
+    self.services = services
+    self.tracker = tracker
+    self.backoff = backoff
+    self.nowMillis = nowMillis
+    self.sleep = sleep
+    self.unitRandom = unitRandom
+  }
+
+  /// The state now.
+  public var connectionState: ConnectionState { state.withLock { $0 } }
+
+  /// Runs until the task is cancelled or the broker refuses the client for good.
+  public func run() async {
+    var failures = 0  // since the last live session
+    while !Task.isCancelled {
+      update(.connecting(attempt: failures + 1))
+      var retryAfter: Duration = .zero
+      let reason: String
+      do {
+        try await connector.withSession { session in
+          try await withThrowingTaskGroup(of: Void.self) { group in
+            for service in services { group.addTask { try await service.run(in: session, tracker: self.tracker) } }
+            update(.live)
+            failures = 0
+            defer { group.cancelAll() }
+            try await group.next()
+          }
+        }
+        reason = "the broker ended the stream"
+      } catch let error as RPCError where [.unauthenticated, .permissionDenied, .invalidArgument].contains(error.code) {
+        update(.stopped(reason: "\(error)"))
+        return
+      } catch let error as RPCError {
+        reason = "\(error)"
+        retryAfter = .milliseconds(Int64(error.retryAfterMillis ?? 0))
+      } catch {
+        if Task.isCancelled { break }
+        reason = "\(error)"
+      }
+      try? tracker.cache.flush()
+      failures += 1
+      let delay = max(retryAfter, backoff.delay(attempt: failures, unit: unitRandom()))
+      update(.backingOff(untilMillis: nowMillis() + delay.milliseconds, reason: reason))
+      do { try await sleep(delay) } catch { break }
+    }
+    try? tracker.cache.flush()
+  }
+
+  private func update(_ phase: ConnectionState.Phase) {
+    let now = nowMillis()
+    let next = state.withLock { state in
+      state.phase = phase
+      if phase == .live {
+        state.offlineSinceMillis = nil
+      } else if state.offlineSinceMillis == nil {
+        state.offlineSinceMillis = now
+      }
+      return state
+    }
+    tracker.setConnection(next)
+  }
+}

@@ -1,0 +1,26 @@
+/// The client's link to the broker, as the UI shows it.
+public struct ConnectionState: Hashable, Sendable {
+  /// What the connection manager is doing.
+  public enum Phase: Hashable, Sendable {
+    /// Not started yet.
+    case idle
+    /// Connecting (the attempt counts from 1 since the last live connection).
+    case connecting(attempt: Int)
+    /// Subscribed and receiving.
+    case live
+    /// Waiting before the next attempt, until this time (Unix milliseconds).
+    case backingOff(untilMillis: Int64, reason: String)
+    /// Given up for good: the broker refused the token or the topics.
+    case stopped(reason: String)
+  }
+
+  public var phase: Phase
+  /// Since when the client has had no live connection (Unix milliseconds); `nil` while live.
+  public var offlineSinceMillis: Int64?
+
+  /// A state.
+  public init(phase: Phase = .idle, offlineSinceMillis: Int64? = nil) {
+    self.phase = phase
+    self.offlineSinceMillis = offlineSinceMillis
+  }
+}

@@ -1,0 +1,26 @@
+/// One upstream service's cards (earnings, incentives, …) — self-contained, as the
+/// earnings-tracker design asks: on first load it pulls its topic's snapshot, then it follows
+/// the topic's pushes, resuming from the cached position after every reconnect.
+public struct ServiceDataManager: Sendable {
+  /// The service, for people: "earnings".
+  public var name: String
+  /// The topic its cards come on, for example `driver/42/earnings`.
+  public var topic: String
+
+  /// A manager for `name`'s cards on `topic`.
+  public init(name: String, topic: String) {
+    self.name = name
+    self.topic = topic
+  }
+
+  /// Pulls (when the cache has nothing of the topic) and then streams into `tracker` until
+  /// the session ends; throws the stream's error.
+  public func run(in session: any TrackerSession, tracker: TrackerDataManager) async throws {
+    if tracker.cache.topic(topic)?.position == nil {
+      tracker.apply([try await session.cards(in: topic)])
+    }
+    for try await update in session.updates(from: tracker.cache.positions(for: [topic])) {
+      tracker.apply([update])
+    }
+  }
+}

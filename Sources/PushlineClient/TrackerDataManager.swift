@@ -1,0 +1,207 @@
+public import PushlineRPC
+public import PushlineSchema
+import Synchronization
+
+/// The tracker's core, as in the earnings-tracker design: it takes the cards of several
+/// upstream services, validates and ranks them, and publishes the three modes — the status
+/// mode's selected item, the browse mode's sorted valid cards, and bulletins as events — as
+/// immutable values, flowing one way to their consumers.
+///
+/// Validation: a card is shown when the service marked it valid, it has not expired by the
+/// client's clock corrected for the broker's, and its payload is handled by an enabled
+/// plugin. Ranking: priority, highest first, then cardID, then topic — deterministic.
+/// Status: the last card that arrived asking to force the switch, while it stays valid;
+/// otherwise the highest `statusModePriority` (then priority, then the ranking).
+public final class TrackerDataManager: Sendable {
+  /// How the tracker behaves.
+  public struct Configuration: Sendable {
+    /// The plugins, one per payload kind.
+    public var plugins: [any CardPlugin]
+    /// Payload kinds switched off: their cards are not shown, the others are unaffected.
+    public var disabledKinds: Set<PayloadKind>
+    /// Offline this long, every card is marked stale.
+    public var staleAfterOffline: Duration
+    /// The client's wall clock, Unix milliseconds. Tests inject their own.
+    public var nowMillis: @Sendable () -> Int64
+
+    /// The built-in plugins, all enabled; cards stale after 30 s offline.
+    public init(
+      plugins: [any CardPlugin] = BuiltInPlugins.all, disabledKinds: Set<PayloadKind> = [],
+      staleAfterOffline: Duration = .seconds(30),
+      nowMillis: @escaping @Sendable () -> Int64 = WallClock.systemMillis
+    ) {
+      self.plugins = plugins
+      self.disabledKinds = disabledKinds
+      self.staleAfterOffline = staleAfterOffline
+      self.nowMillis = nowMillis
+    }
+  }
+
+  private struct Forced: Hashable {
+    var topic: String
+    var cardID: String
+    var offset: Int64
+  }
+
+  private struct State {
+    var forced: Forced?
+    var announced: [String: Int64] = [:]
+    var privacy = false
+    var connection = ConnectionState()
+    /// Broker clock minus client clock, from the latest update's server time.
+    var skewMillis: Int64 = 0
+    var modes = TrackerModes.empty
+    var modeObservers: [Int: AsyncStream<TrackerModes>.Continuation] = [:]
+    var bulletinObservers: [Int: AsyncStream<TrackerBulletin>.Continuation] = [:]
+    var nextObserver = 0
+  }
+
+  /// The cards, per topic.
+  public let cache: CardCache
+  /// The topics of the upstream services whose cards the tracker shows.
+  public let topics: [String]
+  private let configuration: Configuration
+  private let plugins: [PayloadKind: any CardPlugin]
+  private let state = Mutex(State())
+
+  /// A tracker over `topics` of `cache`; it publishes the cached cards at once.
+  public init(cache: CardCache, topics: [String], configuration: Configuration = Configuration()) {
+    self.cache = cache
+    self.topics = topics
+    self.configuration = configuration
+    plugins = Dictionary(configuration.plugins.map { ($0.kind, $0) }, uniquingKeysWith: { first, _ in first })
+    publish(bulletins: [])
+  }
+
+  /// The modes now.
+  public var modes: TrackerModes { state.withLock { $0.modes } }
+
+  /// The modes as they change, starting with the current ones. Only the latest value is kept
+  /// for a slow consumer.
+  public func modeUpdates() -> AsyncStream<TrackerModes> {
+    let (stream, continuation) = AsyncStream<TrackerModes>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    let id = state.withLock { state in
+      defer { state.nextObserver += 1 }
+      state.modeObservers[state.nextObserver] = continuation
+      continuation.yield(state.modes)
+      return state.nextObserver
+    }
+    continuation.onTermination = { [weak self] _ in self?.state.withLock { _ = $0.modeObservers.removeValue(forKey: id) } }
+    return stream
+  }
+
+  /// Bulletins as they arrive: each new version of a valid bulletin card, once.
+  public func bulletins() -> AsyncStream<TrackerBulletin> {
+    let (stream, continuation) = AsyncStream<TrackerBulletin>.makeStream(bufferingPolicy: .bufferingNewest(64))
+    let id = state.withLock { state in
+      defer { state.nextObserver += 1 }
+      state.bulletinObservers[state.nextObserver] = continuation
+      return state.nextObserver
+    }
+    continuation.onTermination = { [weak self] _ in self?.state.withLock { _ = $0.bulletinObservers.removeValue(forKey: id) } }
+    return stream
+  }
+
+  /// Applies updates from the broker to the cache, then publishes the modes once.
+  public func apply(_ updates: [TopicUpdate]) {
+    let now = configuration.nowMillis()
+    var arrivals: [(topic: String, card: CachedCard)] = []
+    var skew: Int64?
+    for update in updates {
+      let outcome = cache.apply(update, receivedAtMillis: now)
+      if let serverTime = update.serverTimeMillis { skew = serverTime - now }
+      arrivals += outcome.upserted.map { (update.topic, $0) }
+    }
+    let bulletins = state.withLock { state -> [TrackerBulletin] in
+      if let skew { state.skewMillis = skew }
+      var bulletins: [TrackerBulletin] = []
+      for (topic, cached) in arrivals.sorted(by: { $0.card.offset < $1.card.offset }) {
+        let key = topic + "\u{0}" + cached.card.cardID
+        if cached.card.shouldForceSwitchStatusMode == true, state.forced.map({ $0.offset < cached.offset || $0.topic != topic }) ?? true {
+          state.forced = Forced(topic: topic, cardID: cached.card.cardID, offset: cached.offset)
+        }
+        guard cached.card.cardType == .bulletin, state.announced[key] != cached.offset,
+          let kind = isShown(cached.card, nowMillis: now + state.skewMillis)
+        else { continue }
+        state.announced[key] = cached.offset
+        bulletins.append(
+          TrackerBulletin(
+            topic: topic, card: cached.card, offset: cached.offset,
+            text: plugins[kind]!.bulletinText(cached.card, privacy: state.privacy)))
+      }
+      return bulletins
+    }
+    publish(bulletins: bulletins)
+  }
+
+  /// Shows or hides amounts everywhere.
+  public func setPrivacy(_ on: Bool) {
+    state.withLock { $0.privacy = on }
+    publish(bulletins: [])
+  }
+
+  /// Records the connection's state (the connection manager calls this).
+  public func setConnection(_ connection: ConnectionState) {
+    state.withLock { $0.connection = connection }
+    publish(bulletins: [])
+  }
+
+  /// Re-evaluates expiry and staleness as time passes; call it every second or so.
+  public func refresh() { publish(bulletins: []) }
+
+  /// The payload kind of `card` if it is shown at `nowMillis` (broker time), `nil` otherwise.
+  private func isShown(_ card: TrackerCard, nowMillis: Int64) -> PayloadKind? {
+    guard card.isValid, let payload = card.payload, let kind = PayloadKind(payload), !configuration.disabledKinds.contains(kind),
+      let plugin = plugins[kind], plugin.isShowable(card)
+    else { return nil }
+    if let expiresAt = card.expiresAt, expiresAt <= nowMillis / 1000 { return nil }
+    return kind
+  }
+
+  private func publish(bulletins: [TrackerBulletin]) {
+    let now = configuration.nowMillis()
+    let cards = cache.cards(in: topics)
+    let verified = Dictionary(uniqueKeysWithValues: topics.map { ($0, cache.topic($0)?.verifiedAtMillis) })
+    let (modes, modeObservers, bulletinObservers) = state.withLock { state in
+      let brokerNow = now + state.skewMillis
+      let offlineStale = state.connection.offlineSinceMillis.flatMap { since in
+        now - since >= configuration.staleAfterOffline.milliseconds ? Staleness.offline(sinceMillis: since) : nil
+      }
+      let items = cards.compactMap { cached -> TrackerItem? in
+        guard let kind = isShown(cached.card, nowMillis: brokerNow) else { return nil }
+        let outage = cached.card.outageState.flatMap { $0.isInOutage == true ? Staleness.serviceOutage(message: $0.message) : nil }
+        return TrackerItem(
+          topic: cached.topic, card: cached.card, kind: kind,
+          text: plugins[kind]!.browseText(cached.card, privacy: state.privacy),
+          lastUpdatedAt: cached.card.lastUpdatedAt ?? cached.receivedAtMillis / 1000, staleness: outage ?? offlineStale,
+          verifiedAtMillis: verified[cached.topic] ?? nil)
+      }.sorted(by: Self.ranksBefore)
+      let browse = items.filter { ($0.card.cardType ?? .browse) == .browse }
+      let forced = state.forced.flatMap { forced in browse.first { $0.topic == forced.topic && $0.cardID == forced.cardID } }
+      let status = forced ?? browse.max { lhs, rhs in
+        let left = lhs.card.statusModePriority ?? lhs.card.priority
+        let right = rhs.card.statusModePriority ?? rhs.card.priority
+        return left != right ? left < right : Self.ranksBefore(rhs, lhs)
+      }
+      state.modes = TrackerModes(status: status, browse: browse, privacy: state.privacy, connection: state.connection)
+      return (state.modes, Array(state.modeObservers.values), Array(state.bulletinObservers.values))
+    }
+    for observer in modeObservers { observer.yield(modes) }
+    for bulletin in bulletins { for observer in bulletinObservers { observer.yield(bulletin) } }
+  }
+
+  /// The ranking: priority, highest first; then cardID; then topic.
+  static func ranksBefore(_ lhs: TrackerItem, _ rhs: TrackerItem) -> Bool {
+    if lhs.card.priority != rhs.card.priority { return lhs.card.priority > rhs.card.priority }
+    if lhs.cardID != rhs.cardID { return lhs.cardID < rhs.cardID }
+    return lhs.topic < rhs.topic
+  }
+}
+
+extension Duration {
+  /// The duration in whole milliseconds.
+  var milliseconds: Int64 {
+    let (seconds, attoseconds) = components
+    return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+  }
+}

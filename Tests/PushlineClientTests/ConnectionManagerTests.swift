@@ -1,0 +1,112 @@
+import PushlineClient
+import PushlineRPC
+import PushlineSchema
+import Synchronization
+import Testing
+
+/// A connector that plays a script, one step per connection attempt, and records what the
+/// client asked for.
+final class ScriptedConnector: TrackerConnector {
+  enum Step: Sendable {
+    case refuse(any Error)
+    /// Serves GetCards with `snapshot`, streams `updates`, then fails with `error`.
+    case serve(snapshot: TopicUpdate?, updates: [TopicUpdate], then: any Error)
+  }
+
+  private let steps: Mutex<[Step]>
+  let requestedPositions = Mutex<[[TopicPosition]]>([])
+  let pulls = Mutex(0)
+
+  init(_ steps: [Step]) { self.steps = Mutex(steps) }
+
+  func withSession(_ body: (any TrackerSession) async throws -> Void) async throws {
+    guard let step = steps.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else {
+      throw CancellationError()  // the script is over: end the test's run
+    }
+    switch step {
+    case .refuse(let error): throw error
+    case .serve(let snapshot, let updates, let error): try await body(Session(connector: self, snapshot: snapshot, updates: updates, error: error))
+    }
+  }
+
+  struct Session: TrackerSession {
+    let connector: ScriptedConnector
+    let snapshot: TopicUpdate?
+    let updates: [TopicUpdate]
+    let error: any Error
+
+    func cards(in topic: String) async throws -> TopicUpdate {
+      connector.pulls.withLock { $0 += 1 }
+      return snapshot ?? TopicUpdate(topic: topic, epoch: 7, throughOffset: 0)
+    }
+
+    func updates(from positions: [TopicPosition]) -> AsyncThrowingStream<TopicUpdate, any Error> {
+      connector.requestedPositions.withLock { $0.append(positions) }
+      let (stream, continuation) = AsyncThrowingStream<TopicUpdate, any Error>.makeStream()
+      for update in updates { continuation.yield(update) }
+      continuation.finish(throwing: error)
+      return stream
+    }
+  }
+}
+
+@Suite("ConnectionManager: backoff, resume, giving up")
+struct ConnectionManagerTests {
+  let clock = TestWallClock()
+
+  func run(_ connector: ScriptedConnector) async throws -> (TrackerDataManager, ConnectionManager, [Duration]) {
+    let tracker = TrackerDataManager(cache: try CardCache(persistence: nil), topics: ["t"], configuration: .init(nowMillis: clock.function))
+    let sleeps = Mutex<[Duration]>([])
+    let manager = ConnectionManager(
+      connector: connector, services: [ServiceDataManager(name: "svc", topic: "t")], tracker: tracker,
+      backoff: Backoff(initial: .milliseconds(250), maximum: .seconds(1)), nowMillis: clock.function,
+      sleep: { duration in
+        sleeps.withLock { $0.append(duration) }
+        if sleeps.withLock({ $0.count }) > 10 { throw CancellationError() }
+      },
+      unitRandom: { 1 })
+    await manager.run()
+    return (tracker, manager, sleeps.withLock { $0 })
+  }
+
+  @Test func failuresBackOffExponentiallyUpToTheCapAndALiveSessionResetsIt() async throws {
+    let drop = RPCError(code: .unavailable, message: "gone")
+    let connector = ScriptedConnector([
+      .refuse(drop), .refuse(drop), .refuse(drop), .refuse(drop),
+      .serve(snapshot: nil, updates: [], then: drop), .refuse(drop),
+    ])
+    let (_, _, sleeps) = try await run(connector)
+    #expect(Array(sleeps.prefix(6)) == [.milliseconds(250), .milliseconds(500), .seconds(1), .seconds(1), .milliseconds(250), .milliseconds(500)])
+  }
+
+  @Test func aRetryAfterHintIsHonoured() async throws {
+    let connector = ScriptedConnector([.refuse(RPCError(code: .unavailable, message: "busy", retryAfterMillis: 5000))])
+    let (_, _, sleeps) = try await run(connector)
+    #expect(sleeps.first == .seconds(5))
+  }
+
+  @Test func aRefusedTokenStopsForGood() async throws {
+    let connector = ScriptedConnector([.refuse(RPCError(code: .unauthenticated, message: "expired")), .refuse(CancellationError())])
+    let (_, manager, sleeps) = try await run(connector)
+    #expect(sleeps.isEmpty)
+    guard case .stopped = manager.connectionState.phase else {
+      Issue.record("expected stopped, got \(manager.connectionState)")
+      return
+    }
+  }
+
+  @Test func reconnectsResumeFromTheAppliedPositionWithoutPullingAgain() async throws {
+    let drop = RPCError(code: .unavailable, message: "cut")
+    let connector = ScriptedConnector([
+      .serve(snapshot: update("t", from: 1, [card("a", priority: 1)], snapshot: true), updates: [update("t", from: 2, [card("b", priority: 1)])], then: drop),
+      .serve(snapshot: nil, updates: [update("t", from: 3, [card("a", priority: 2)])], then: drop),
+    ])
+    let (tracker, _, _) = try await run(connector)
+    #expect(connector.pulls.withLock { $0 } == 1)
+    #expect(connector.requestedPositions.withLock { $0 } == [
+      [TopicPosition(topic: "t", epoch: 7, offset: 1)], [TopicPosition(topic: "t", epoch: 7, offset: 2)],
+    ])
+    #expect(tracker.modes.browse.map(\.cardID) == ["a", "b"])
+    #expect(tracker.modes.browse.first?.card.priority == 2)
+  }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import PushlineClient
+import PushlineSchema
+import Testing
+
+@Suite("Card cache: the delivery contract's client side, and persistence")
+struct TopicCacheTests {
+  @Test func changesAtOrBelowThePositionAreIgnoredAndSkipsAreNotLosses() {
+    var topic = TopicCache(topic: "t")
+    _ = topic.apply(update("t", from: 1, [card("a", priority: 1), card("b", priority: 1)], snapshot: true), receivedAtMillis: 0)
+    #expect(topic.position == 2)
+    let outcome = topic.apply(update("t", from: 2, [card("b", priority: 2), card("c", priority: 1)]), receivedAtMillis: 0)
+    #expect(outcome.upserted.map(\.card.cardID) == ["c"])  // offset 2 was already applied
+    var skipping = update("t", from: 10, [card("a", priority: 3)])
+    skipping.throughOffset = 12
+    _ = topic.apply(skipping, receivedAtMillis: 0)
+    #expect(topic.position == 12 && topic.cards["a"]?.card.priority == 3)
+  }
+
+  @Test func anotherEpochIsIgnoredUntilItsSnapshotReplacesTheCards() {
+    var topic = TopicCache(topic: "t")
+    _ = topic.apply(update("t", from: 1, [card("a", priority: 1)], snapshot: true), receivedAtMillis: 0)
+    _ = topic.apply(update("t", epoch: 8, from: 5, [card("x", priority: 1)]), receivedAtMillis: 0)
+    #expect(Set(topic.cards.keys) == ["a"])
+    let outcome = topic.apply(update("t", epoch: 8, from: 3, [card("y", priority: 1)], snapshot: true), receivedAtMillis: 0)
+    #expect(Set(topic.cards.keys) == ["y"] && topic.epoch == 8 && topic.position == 3 && outcome.removed == ["a"])
+  }
+
+  @Test func aRestartedClientHasItsCardsAndPositions() throws {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-cache-\(UInt32.random(in: 0...UInt32.max))/cache.sqlite").path
+    defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+    do {
+      let cache = try CardCache(persistence: SQLiteCachePersistence(path: path))
+      var watermark = update("t", from: 1, [card("a", priority: 1), card("b", priority: 2)], snapshot: true)
+      watermark.serverTimeMillis = 1234
+      cache.apply(watermark, receivedAtMillis: 99_000)
+      cache.apply(update("t", from: 3, [], removing: ["b"]), receivedAtMillis: 99_500)
+      try cache.flush()
+    }
+    let reopened = try CardCache(persistence: SQLiteCachePersistence(path: path))
+    let topic = try #require(reopened.topic("t"))
+    #expect(topic.epoch == 7 && topic.position == 3 && topic.verifiedAtMillis == 1234)
+    #expect(topic.cards.mapValues(\.card) == ["a": card("a", priority: 1)])
+    #expect(topic.cards["a"]?.receivedAtMillis == 99_000)
+    #expect(reopened.positions(for: ["t", "u"]) == [TopicPosition(topic: "t", epoch: 7, offset: 3), TopicPosition(topic: "u")])
+  }
+}

@@ -1,0 +1,116 @@
+import PushlineClient
+import PushlineSchema
+import PushlineWire
+import Testing
+
+@Suite("TrackerDataManager: validation, ranking, modes, privacy, expiry, staleness, plugins")
+struct TrackerDataManagerTests {
+  let clock = TestWallClock()
+
+  func tracker(disabled: Set<PayloadKind> = [], staleAfter: Duration = .seconds(30)) throws -> TrackerDataManager {
+    TrackerDataManager(
+      cache: try CardCache(persistence: nil), topics: ["earnings", "incentives"],
+      configuration: .init(disabledKinds: disabled, staleAfterOffline: staleAfter, nowMillis: clock.function))
+  }
+
+  @Test func onlyValidUnexpiredHandledCardsAreShownRankedByPriorityThenID() throws {
+    let tracker = try tracker()
+    var noPayload = TrackerCard(cardID: "no-payload", priority: 99, isValid: true)
+    noPayload.cardType = .browse
+    var unknownPayload = TrackerCard(cardID: "unknown-payload", priority: 98, isValid: true)
+    unknownPayload.payload = try TrackerCardPayload(serializedBytes: [0x32, 0x00])  // a section from a newer schema
+    tracker.apply([
+      update("earnings", from: 1, [
+        card("b", priority: 5), card("a", priority: 5), card("top", priority: 9), card("invalid", priority: 50, valid: false),
+        card("expired", priority: 40, expiresAt: clock.now / 1000), noPayload, unknownPayload,
+      ], snapshot: true),
+      update("incentives", from: 1, [card("quest", priority: 7, kind: .dxgyProgress)], snapshot: true),
+    ])
+    #expect(tracker.modes.browse.map(\.cardID) == ["top", "quest", "a", "b"])
+  }
+
+  @Test func aCardDisappearsAtItsExpirySecondWithoutNetwork() throws {
+    let tracker = try tracker()
+    let expiry = clock.now / 1000 + 10
+    tracker.apply([update("earnings", from: 1, [card("a", priority: 1, expiresAt: expiry)], snapshot: true)])
+    clock.advance(seconds: 9)
+    tracker.refresh()
+    #expect(tracker.modes.browse.map(\.cardID) == ["a"])
+    clock.advance(seconds: 1)
+    tracker.refresh()
+    #expect(tracker.modes.browse.isEmpty)
+  }
+
+  @Test func expiryUsesTheBrokersClock() throws {
+    let tracker = try tracker()
+    let expiry = clock.now / 1000 + 100
+    var snapshot = update("earnings", from: 1, [card("a", priority: 1, expiresAt: expiry)], snapshot: true)
+    snapshot.serverTimeMillis = clock.now + 100_000  // the broker is 100 s ahead: the card has already expired
+    tracker.apply([snapshot])
+    #expect(tracker.modes.browse.isEmpty)
+  }
+
+  @Test func statusPicksTheHighestStatusPriorityUntilACardForcesTheSwitch() throws {
+    let tracker = try tracker()
+    tracker.apply([
+      update("earnings", from: 1, [card("today", priority: 1, statusPriority: 10), card("trip", priority: 9, statusPriority: 2)], snapshot: true)
+    ])
+    #expect(tracker.modes.status?.cardID == "today")
+    tracker.apply([update("incentives", from: 1, [card("quest", priority: 3, kind: .dxgyProgress, force: true)], snapshot: true)])
+    #expect(tracker.modes.status?.cardID == "quest")
+    tracker.apply([update("incentives", from: 2, [], removing: ["quest"])])
+    #expect(tracker.modes.status?.cardID == "today")
+  }
+
+  @Test func bulletinsAreAnnouncedOncePerVersionAndStayOutOfBrowse() async throws {
+    let tracker = try tracker()
+    var bulletins = tracker.bulletins().makeAsyncIterator()
+    let bulletin = card("trip-done", priority: 0, kind: .recentTrips, type: .bulletin)
+    tracker.apply([update("earnings", from: 1, [bulletin], snapshot: true)])
+    tracker.apply([update("earnings", from: 1, [bulletin], snapshot: true)])  // the same version again, after a reconnect
+    tracker.apply([update("earnings", from: 2, [bulletin])])
+    #expect(await bulletins.next()?.offset == 1)
+    #expect(await bulletins.next()?.text == "trip-done done · $10.00")
+    #expect(tracker.modes.browse.isEmpty)
+  }
+
+  @Test func privacyHidesEveryAmount() throws {
+    let tracker = try tracker()
+    tracker.apply([update("earnings", from: 1, [card("today", priority: 1, amount: "$123.45")], snapshot: true)])
+    #expect(tracker.modes.status?.text == "today · $123.45")
+    tracker.setPrivacy(true)
+    #expect(tracker.modes.status?.text == "today · ••••")
+    #expect(tracker.modes.browse.allSatisfy { !$0.text.contains("$") })
+  }
+
+  @Test func cardsTurnStaleOfflinePastTheThresholdOrInAnOutage() throws {
+    let tracker = try tracker(staleAfter: .seconds(30))
+    var outage = card("quest", priority: 1, kind: .dxgyProgress)
+    outage.outageState = OutageState()
+    outage.outageState?.isInOutage = true
+    outage.outageState?.message = "incentives are delayed"
+    tracker.apply([
+      update("earnings", from: 1, [card("today", priority: 2)], snapshot: true), update("incentives", from: 1, [outage], snapshot: true),
+    ])
+    #expect(tracker.modes.browse.map(\.staleness) == [nil, .serviceOutage(message: "incentives are delayed")])
+    let since = clock.now
+    tracker.setConnection(ConnectionState(phase: .backingOff(untilMillis: since + 1000, reason: "cut"), offlineSinceMillis: since))
+    clock.advance(seconds: 29)
+    tracker.refresh()
+    #expect(tracker.modes.browse[0].staleness == nil)
+    clock.advance(seconds: 1)
+    tracker.refresh()
+    #expect(tracker.modes.browse[0].staleness == .offline(sinceMillis: since))
+    #expect(tracker.modes.browse[0].lastUpdatedAt == 1_799_999_000)
+  }
+
+  @Test func aDisabledPluginHidesItsCardsAndNothingElse() throws {
+    let tracker = try tracker(disabled: [.dxgyProgress])
+    tracker.apply([
+      update("earnings", from: 1, [card("today", priority: 1)], snapshot: true),
+      update("incentives", from: 1, [card("quest", priority: 5, kind: .dxgyProgress, force: true)], snapshot: true),
+    ])
+    #expect(tracker.modes.browse.map(\.cardID) == ["today"])
+    #expect(tracker.modes.status?.cardID == "today")
+  }
+}
