@@ -24,6 +24,7 @@ public final class Broker: Sendable {
     var lastRecordCleanupMillis: Int64 = 0
     var subscribers: [String: [ObjectIdentifier: Subscription]] = [:]
     var subscriptions: [ObjectIdentifier: Subscription] = [:]
+    var isShutDown = false
   }
 
   struct PublishRecordKey: Hashable {
@@ -83,7 +84,10 @@ public final class Broker: Sendable {
     let subscription = Subscription(
       principal: principal, maxQueuedChanges: configuration.maxQueuedChangesPerSubscription, nowMillis: now)
     let id = ObjectIdentifier(subscription)
-    state.withLock { state in
+    try state.withLock { state throws(RPCError) in
+      guard !state.isShutDown else {
+        throw RPCError(code: .unavailable, message: "the broker is shutting down", retryAfterMillis: 1000)
+      }
       for position in request.topics {
         let topic = Self.topic(position.topic, in: &state)
         if topic.canResume(epoch: position.epoch, offset: position.offset), let offset = position.offset {
@@ -163,9 +167,19 @@ public final class Broker: Sendable {
     }
   }
 
-  /// Ends every subscription with `error`, for a shutdown.
-  public func endSubscriptions(with error: RPCError) {
-    for subscription in state.withLock({ Array($0.subscriptions.values) }) { subscription.end(with: error) }
+  /// Starts the shutdown: refuses new subscriptions and ends every open one with UNAVAILABLE
+  /// and a retry-after hint drawn at random from the reconnect spread, so that a restart
+  /// does not bring every client back at the same instant.
+  public func shutDown() {
+    let spread = max(configuration.reconnectSpread.milliseconds, 0)
+    let subscriptions = state.withLock { state in
+      state.isShutDown = true
+      return Array(state.subscriptions.values)
+    }
+    for subscription in subscriptions {
+      let retryAfter = UInt32(clamping: Int64.random(in: 0...spread))
+      subscription.end(with: RPCError(code: .unavailable, message: "the broker is shutting down", retryAfterMillis: retryAfter))
+    }
   }
 
   /// How many subscriptions are open.

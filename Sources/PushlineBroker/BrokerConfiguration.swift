@@ -21,6 +21,9 @@ public struct BrokerConfiguration: Sendable {
   public var maxChangesPerPublish: Int
   /// Topics one subscription may follow.
   public var maxTopicsPerSubscription: Int
+  /// On shutdown, subscriptions end with UNAVAILABLE and a retry-after hint spread at random
+  /// over this period, so that clients do not all come back in the same instant.
+  public var reconnectSpread: Duration
   /// The wall clock, in Unix milliseconds: offsets' change times, expiry, watermarks, tokens.
   /// Tests inject their own.
   public var nowMillis: @Sendable () -> Int64
@@ -30,12 +33,12 @@ public struct BrokerConfiguration: Sendable {
   public var logger: Logger
 
   /// The defaults: 1,000 tombstones or 7 days, a 10-minute idempotency window, a watermark
-  /// after 30 s of silence, 100,000 queued changes per subscriber.
+  /// after 30 s of silence, 100,000 queued changes per subscriber, reconnects spread over 5 s.
   public init(
     maxTombstonesPerTopic: Int = 1000, maxTombstoneAge: Duration = .seconds(7 * 86400),
     idempotencyWindow: Duration = .seconds(600), watermarkInterval: Duration = .seconds(30),
     maxQueuedChangesPerSubscription: Int = 100_000, maxChangesPerUpdate: Int = 512, maxChangesPerPublish: Int = 10_000,
-    maxTopicsPerSubscription: Int = 1000,
+    maxTopicsPerSubscription: Int = 1000, reconnectSpread: Duration = .seconds(5),
     nowMillis: @escaping @Sendable () -> Int64 = WallClock.systemMillis,
     metrics: BrokerMetrics = BrokerMetrics(), logger: Logger = Logger(label: "pushline.broker")
   ) {
@@ -47,6 +50,7 @@ public struct BrokerConfiguration: Sendable {
     self.maxChangesPerUpdate = maxChangesPerUpdate
     self.maxChangesPerPublish = maxChangesPerPublish
     self.maxTopicsPerSubscription = maxTopicsPerSubscription
+    self.reconnectSpread = reconnectSpread
     self.nowMillis = nowMillis
     self.metrics = metrics
     self.logger = logger

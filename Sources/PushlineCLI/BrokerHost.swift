@@ -30,7 +30,10 @@ struct BrokerHost {
     return try await server.withRunningServer { address in
       try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { await broker.run() }
-        defer { group.cancelAll() }
+        defer {
+          broker.shutDown()  // streams end now, with spread retry hints; unary calls get the grace period
+          group.cancelAll()
+        }
         return try await body(Running(address: address, broker: broker, authority: authority))
       }
     }

@@ -225,4 +225,23 @@ struct BrokerTests {
     }
     #expect(try broker.cards(in: "driver/1", for: principal(.admin, ["driver/1"])).changes.count == 1)
   }
+
+  @Test func aShutdownEndsStreamsWithSpreadRetryHintsAndRefusesNewOnes() async throws {
+    let broker = try await makeBroker { $0.reconnectSpread = .seconds(5) }
+    let subscriptions = try (0..<20).map { _ in try broker.subscribe("t") }
+    broker.shutDown()
+    var hints: Set<UInt32> = []
+    for subscription in subscriptions {
+      do {
+        _ = try await broker.nextUpdates(for: subscription)
+        _ = try await broker.nextUpdates(for: subscription)
+        Issue.record("the stream did not end")
+      } catch let error as RPCError {
+        #expect(error.code == .unavailable)
+        hints.insert(try #require(error.retryAfterMillis))
+      }
+    }
+    #expect(hints.allSatisfy { $0 <= 5000 } && hints.count > 1)
+    #expect(throws: RPCError.self) { try broker.subscribe("t") }
+  }
 }

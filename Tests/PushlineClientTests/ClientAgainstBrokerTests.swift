@@ -1,0 +1,179 @@
+import Foundation
+import NIOCore
+import PushlineBroker
+@testable import PushlineCLI
+import PushlineClient
+import PushlineRPC
+import PushlineRPCNIO
+import PushlineSchema
+import Synchronization
+import Testing
+
+/// The client core against a real broker over loopback: cut connections, a restarted
+/// client, a restarted broker — the client ends with exactly the publishers' state, resuming
+/// without a snapshot.
+@Suite("Client against a real broker")
+struct ClientAgainstBrokerTests {
+  static let secret = Array("0123456789abcdef0123456789abcdef".utf8)
+  static let topics = ["driver/1/earnings", "driver/1/incentives"]
+  let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-client-\(UInt32.random(in: 0...UInt32.max))").path
+
+  /// Where the broker listens now (it moves when restarted), and what was asked of it.
+  final class Broker: TrackerConnector {
+    let port = Mutex(0)
+    let token = Mutex("")
+    let snapshots = Mutex(0)
+    let pulls = Mutex(0)
+
+    func withSession(_ body: (any TrackerSession) async throws -> Void) async throws {
+      let connector = RPCTrackerConnector(host: "127.0.0.1", port: port.withLock { $0 }, token: token.withLock { $0 })
+      try await connector.withSession { session in try await body(Spy(inner: session, broker: self)) }
+    }
+
+    struct Spy: TrackerSession {
+      var inner: any TrackerSession
+      var broker: Broker
+      func cards(in topic: String) async throws -> TopicUpdate {
+        broker.pulls.withLock { $0 += 1 }
+        return try await inner.cards(in: topic)
+      }
+      func updates(from positions: [TopicPosition]) -> AsyncThrowingStream<TopicUpdate, any Error> {
+        let upstream = inner.updates(from: positions)
+        let broker = self.broker
+        return AsyncThrowingStream { continuation in
+          let task = Task {
+            do {
+              for try await update in upstream {
+                if update.isSnapshot { broker.snapshots.withLock { $0 += 1 } }
+                continuation.yield(update)
+              }
+              continuation.finish()
+            } catch {
+              continuation.finish(throwing: error)
+            }
+          }
+          continuation.onTermination = { _ in task.cancel() }
+        }
+      }
+    }
+  }
+
+  /// Runs a broker on the shared data directory while `body` runs.
+  func withBroker(_ broker: Broker, _ body: (RPCConnection) async throws -> Void) async throws {
+    let host = BrokerHost(
+      storage: try SQLiteBrokerStorage(directory: directory + "/broker"),
+      configuration: BrokerConfiguration(reconnectSpread: .milliseconds(100)),
+      secret: Self.secret, host: "127.0.0.1", port: 0)
+    try await host.run { running in
+      let expiry = WallClock.systemMillis() + 3_600_000
+      broker.port.withLock { $0 = running.address.port! }
+      broker.token.withLock { $0 = "" }
+      let reader = try await running.authority.mint(subject: "driver-1", role: .subscriber, topics: ["driver/1/*"], expiresAtMillis: expiry)
+      broker.token.withLock { $0 = reader }
+      var configuration = ClientConnectionStateMachine.Configuration()
+      configuration.authToken = try await running.authority.mint(subject: "svc", role: .publisher, topics: ["driver/*"], expiresAtMillis: expiry)
+      try await RPCClient.withConnection(host: "127.0.0.1", port: running.address.port!, configuration: configuration, body)
+    }
+  }
+
+  /// Publishes `count` random batches, recording the truth.
+  static func publish(_ count: Int, on publisher: RPCConnection, into truth: inout [String: [String: TrackerCard]], version: inout Int) async throws {
+    for _ in 0..<count {
+      version += 1
+      let topic = topics[version % 2]
+      let id = "c\(version % 7)"
+      if version % 5 == 0 {
+        _ = try await publisher.unary(
+          BrokerService.publishMethod, request: PublishRequest(topic: topic, changes: [CardChange(removing: id)]), response: PublishResponse.self)
+        truth[topic, default: [:]][id] = nil
+      } else {
+        let next = card(id, priority: Double(version))
+        _ = try await publisher.unary(
+          BrokerService.publishMethod, request: PublishRequest(topic: topic, changes: [CardChange(upserting: next)]),
+          response: PublishResponse.self)
+        truth[topic, default: [:]][id] = next
+      }
+    }
+  }
+
+  /// Waits (20 s at most) until the tracker's cache holds exactly `truth`.
+  static func converge(_ tracker: TrackerDataManager, to truth: [String: [String: TrackerCard]]) async throws {
+    @Sendable func matches() -> Bool {
+      topics.allSatisfy { (tracker.cache.topic($0)?.cards.mapValues(\.card) ?? [:]) == (truth[$0] ?? [:]) }
+    }
+    try await withThrowingTaskGroup(of: Bool.self) { group in
+      group.addTask {
+        for await _ in tracker.modeUpdates() where matches() { return true }
+        return false
+      }
+      group.addTask {
+        try await Task.sleep(for: .seconds(20))
+        return false
+      }
+      let converged = try await group.next() ?? false
+      group.cancelAll()
+      #expect(converged, "the client did not converge: \(topics.map { tracker.cache.topic($0)?.cards.keys.sorted() ?? [] }) vs \(truth.mapValues { $0.keys.sorted() })")
+    }
+  }
+
+  func client(_ broker: Broker, cut: Bool) throws -> (TrackerDataManager, ConnectionManager) {
+    let cache = try CardCache(persistence: SQLiteCachePersistence(path: directory + "/client.sqlite"))
+    let tracker = TrackerDataManager(cache: cache, topics: Self.topics, configuration: .init(staleAfterOffline: .zero))
+    let connector: any TrackerConnector = cut ? DemoNetworkCuts(inner: broker, liveFor: .milliseconds(150), downFor: .milliseconds(50)) : broker
+    let manager = ConnectionManager(
+      connector: connector, services: Self.topics.map { ServiceDataManager(name: $0, topic: $0) }, tracker: tracker,
+      backoff: Backoff(initial: .milliseconds(20), maximum: .milliseconds(100)))
+    return (tracker, manager)
+  }
+
+  @Test func cutConnectionsAndABrokerRestartConvergeWithoutSnapshots() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let broker = Broker()
+    var truth: [String: [String: TrackerCard]] = [:]
+    var version = 0
+    let (tracker, manager) = try client(broker, cut: true)
+    let running = Task { await manager.run() }
+    try await withBroker(broker) { publisher in
+      try await Self.publish(300, on: publisher, into: &truth, version: &version)
+      try await Self.converge(tracker, to: truth)
+    }
+    try await withBroker(broker) { publisher in  // the same data directory, another port
+      try await Self.publish(100, on: publisher, into: &truth, version: &version)
+      try await Self.converge(tracker, to: truth)
+    }
+    running.cancel()
+    await running.value
+    #expect(broker.pulls.withLock { $0 } <= 2)  // the first load of each topic, at most
+    #expect(broker.snapshots.withLock { $0 } == 0)
+  }
+
+  @Test func aClientRestartedWhileTheBrokerIsDownShowsItsCardsThenResumes() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let broker = Broker()
+    var truth: [String: [String: TrackerCard]] = [:]
+    var version = 0
+    try await withBroker(broker) { publisher in
+      try await Self.publish(40, on: publisher, into: &truth, version: &version)
+      let (tracker, manager) = try client(broker, cut: false)
+      let running = Task { await manager.run() }
+      try await Self.converge(tracker, to: truth)
+      running.cancel()
+      await running.value  // flushes the cache
+    }
+    // The broker is down: a new client process shows the cached cards at once.
+    let pullsBefore = broker.pulls.withLock { $0 }
+    let (tracker, manager) = try client(broker, cut: false)
+    let cached = Set(tracker.modes.browse.map(\.cardID) + [])
+    #expect(cached == Set(truth.values.flatMap(\.keys)))
+    #expect(tracker.modes.browse.allSatisfy { $0.lastUpdatedAt == $0.card.lastUpdatedAt })
+    let running = Task { await manager.run() }
+    try await withBroker(broker) { publisher in
+      try await Self.publish(40, on: publisher, into: &truth, version: &version)
+      try await Self.converge(tracker, to: truth)
+    }
+    running.cancel()
+    await running.value
+    #expect(broker.pulls.withLock { $0 } == pullsBefore)
+    #expect(broker.snapshots.withLock { $0 } == 0)
+  }
+}
