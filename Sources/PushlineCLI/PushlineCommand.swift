@@ -8,7 +8,7 @@ public struct PushlineCommand: AsyncParsableCommand {
     abstract: "Push tracker cards to clients over a compact binary protocol, and inspect its traffic.",
     subcommands: [
       DumpCommand.self, EncodeCommand.self, ServeCommand.self, PingCommand.self, TokenCommand.self, PublishCommand.self,
-      DemoCommand.self,
+      DemoCommand.self, WatchCommand.self,
     ]
   )
 

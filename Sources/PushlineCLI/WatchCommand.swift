@@ -1,0 +1,67 @@
+import ArgumentParser
+import Foundation
+import PushlineClient
+import PushlineRPC
+
+/// `pushline watch`: one driver's tracker, live from a broker.
+struct WatchCommand: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "watch",
+    abstract: "Show a driver's tracker (status, browse, bulletins) live from a broker.",
+    discussion: """
+      Follows driver/ID/earnings and driver/ID/incentives (or the --topic's given), keeping the \\
+      cards in a SQLite cache so that a restart during an outage still shows them. In a terminal \\
+      it draws the tracker (p: privacy mode, q: quit); otherwise it logs one line per change. \\
+      The token comes from --token or $PUSHLINE_TOKEN (a subscriber token for those topics).
+      """
+  )
+
+  @Argument(help: "The broker, as HOST:PORT.")
+  var address: String
+
+  @Option(help: "The driver whose tracker to show.")
+  var driver = "42"
+
+  @Option(name: .customLong("topic"), help: "A topic to follow instead of the driver's two (repeat for more).")
+  var topics: [String] = []
+
+  @Option(help: "The auth token (default: $PUSHLINE_TOKEN).")
+  var token: String?
+
+  @Option(help: "The card cache's SQLite file.")
+  var cache = "pushline-watch-cache.sqlite"
+
+  @Option(help: "Seconds offline after which cards are marked stale.")
+  var staleAfter = 30
+
+  @Flag(help: "Log plain lines even in a terminal.")
+  var plain = false
+
+  func validate() throws {
+    guard ServerAddress(address) != nil else { throw ValidationError("expected HOST:PORT, got '\(address)'") }
+  }
+
+  func run() async throws {
+    let server = ServerAddress(address)!
+    guard let token = token ?? ProcessInfo.processInfo.environment["PUSHLINE_TOKEN"] else {
+      throw CommandFailure("no token: pass --token or set PUSHLINE_TOKEN (pushline token --role subscriber mints one)")
+    }
+    let followed = topics.isEmpty ? ["driver/\(driver)/earnings", "driver/\(driver)/incentives"] : topics
+    let tracker = TrackerDataManager(
+      cache: try CardCache(persistence: SQLiteCachePersistence(path: cache)), topics: followed,
+      configuration: .init(staleAfterOffline: .seconds(Int64(staleAfter))))
+    let manager = ConnectionManager(
+      connector: RPCTrackerConnector(host: server.host, port: server.port, token: token),
+      services: followed.map { ServiceDataManager(name: $0, topic: $0) }, tracker: tracker)
+    let watcher = TrackerWatcher(
+      tracker: tracker, title: "\(followed.joined(separator: ", ")) on \(server)", plain: plain || !Terminal.isInteractive,
+      nowMillis: WallClock.systemMillis, output: { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) })
+    await withTaskGroup(of: Void.self) { group in
+      group.addTask { await manager.run() }
+      group.addTask { await watcher.run() }
+      group.addTask { await ServeCommand.terminationSignal() }
+      _ = await group.next()
+      group.cancelAll()
+    }
+  }
+}
