@@ -51,6 +51,11 @@ public final class TrackerDataManager: Sendable {
     /// Broker clock minus client clock, from the latest update's server time.
     var skewMillis: Int64 = 0
     var modes = TrackerModes.empty
+    /// Counts applies; `modes` reflects the cache as of `publishedGeneration`.
+    var generation = 0
+    var publishedGeneration = 0
+    /// A task will publish the modes soon: applies in between only update the cache.
+    var isPublishScheduled = false
     var modeObservers: [Int: AsyncStream<TrackerModes>.Continuation] = [:]
     var bulletinObservers: [Int: AsyncStream<TrackerBulletin>.Continuation] = [:]
     var nextObserver = 0
@@ -70,11 +75,14 @@ public final class TrackerDataManager: Sendable {
     self.topics = topics
     self.configuration = configuration
     plugins = Dictionary(configuration.plugins.map { ($0.kind, $0) }, uniquingKeysWith: { first, _ in first })
-    publish(bulletins: [])
+    publish()
   }
 
-  /// The modes now.
-  public var modes: TrackerModes { state.withLock { $0.modes } }
+  /// The modes now (computed on the spot if updates arrived since the last publication).
+  public var modes: TrackerModes {
+    if state.withLock({ $0.generation != $0.publishedGeneration }) { publish() }
+    return state.withLock { $0.modes }
+  }
 
   /// The modes as they change, starting with the current ones. Only the latest value is kept
   /// for a slow consumer.
@@ -102,7 +110,9 @@ public final class TrackerDataManager: Sendable {
     return stream
   }
 
-  /// Applies updates from the broker to the cache, then publishes the modes once.
+  /// Applies updates from the broker to the cache and announces new bulletins at once; the
+  /// modes follow in a task of their own, so that a burst of updates costs one
+  /// recomputation, not one per update (the mode stream keeps only the latest value anyway).
   public func apply(_ updates: [TopicUpdate]) {
     let now = configuration.nowMillis()
     var arrivals: [(topic: String, card: CachedCard)] = []
@@ -112,8 +122,11 @@ public final class TrackerDataManager: Sendable {
       if let serverTime = update.serverTimeMillis { skew = serverTime - now }
       arrivals += outcome.upserted.map { (update.topic, $0) }
     }
-    let bulletins = state.withLock { state -> [TrackerBulletin] in
+    let (bulletins, bulletinObservers, schedule) = state.withLock { state in
       if let skew { state.skewMillis = skew }
+      state.generation += 1
+      let schedule = !state.isPublishScheduled && !state.modeObservers.isEmpty
+      if schedule { state.isPublishScheduled = true }
       var bulletins: [TrackerBulletin] = []
       for (topic, cached) in arrivals.sorted(by: { $0.card.offset < $1.card.offset }) {
         let key = topic + "\u{0}" + cached.card.cardID
@@ -129,25 +142,31 @@ public final class TrackerDataManager: Sendable {
             topic: topic, card: cached.card, offset: cached.offset,
             text: plugins[kind]!.bulletinText(cached.card, privacy: state.privacy)))
       }
-      return bulletins
+      return (bulletins, Array(state.bulletinObservers.values), schedule)
     }
-    publish(bulletins: bulletins)
+    for bulletin in bulletins { for observer in bulletinObservers { observer.yield(bulletin) } }
+    if schedule {
+      Task {
+        self.state.withLock { $0.isPublishScheduled = false }
+        self.publish()
+      }
+    }
   }
 
   /// Shows or hides amounts everywhere.
   public func setPrivacy(_ on: Bool) {
     state.withLock { $0.privacy = on }
-    publish(bulletins: [])
+    publish()
   }
 
   /// Records the connection's state (the connection manager calls this).
   public func setConnection(_ connection: ConnectionState) {
     state.withLock { $0.connection = connection }
-    publish(bulletins: [])
+    publish()
   }
 
   /// Re-evaluates expiry and staleness as time passes; call it every second or so.
-  public func refresh() { publish(bulletins: []) }
+  public func refresh() { publish() }
 
   /// The payload kind of `card` if it is shown at `nowMillis` (broker time), `nil` otherwise.
   private func isShown(_ card: TrackerCard, nowMillis: Int64) -> PayloadKind? {
@@ -158,11 +177,13 @@ public final class TrackerDataManager: Sendable {
     return kind
   }
 
-  private func publish(bulletins: [TrackerBulletin]) {
+  /// Recomputes the modes from the cache and hands them to every observer.
+  private func publish() {
     let now = configuration.nowMillis()
+    let generation = state.withLock { $0.generation }  // read before the cache: never claims a newer state
     let cards = cache.cards(in: topics)
     let verified = Dictionary(uniqueKeysWithValues: topics.map { ($0, cache.topic($0)?.verifiedAtMillis) })
-    let (modes, modeObservers, bulletinObservers) = state.withLock { state in
+    let (modes, modeObservers) = state.withLock { state in
       let brokerNow = now + state.skewMillis
       let offlineStale = state.connection.offlineSinceMillis.flatMap { since in
         now - since >= configuration.staleAfterOffline.milliseconds ? Staleness.offline(sinceMillis: since) : nil
@@ -184,10 +205,10 @@ public final class TrackerDataManager: Sendable {
         return left != right ? left < right : Self.ranksBefore(rhs, lhs)
       }
       state.modes = TrackerModes(status: status, browse: browse, privacy: state.privacy, connection: state.connection)
-      return (state.modes, Array(state.modeObservers.values), Array(state.bulletinObservers.values))
+      state.publishedGeneration = max(state.publishedGeneration, generation)
+      return (state.modes, Array(state.modeObservers.values))
     }
     for observer in modeObservers { observer.yield(modes) }
-    for bulletin in bulletins { for observer in bulletinObservers { observer.yield(bulletin) } }
   }
 
   /// The ranking: priority, highest first; then cardID; then topic.

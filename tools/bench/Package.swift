@@ -27,6 +27,7 @@ let package = Package(
         .product(name: "PushlineWire", package: "Pushline"),
         .product(name: "PushlineRPC", package: "Pushline"),
         .product(name: "PushlineRPCNIO", package: "Pushline"),
+        .product(name: "PushlineClient", package: "Pushline"),
         .product(name: "GRPCCore", package: "grpc-swift-2"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),

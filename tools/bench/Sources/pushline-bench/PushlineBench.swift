@@ -6,6 +6,6 @@ struct PushlineBench: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "pushline-bench",
     abstract: "Benchmarks Pushline against its peers in the same run.",
-    subcommands: [CodecBenchmark.self, RPCBenchmark.self, RPCBenchmarkServer.self]
+    subcommands: [CodecBenchmark.self, RPCBenchmark.self, RPCBenchmarkServer.self, ClientBenchmark.self]
   )
 }
