@@ -36,6 +36,7 @@ public final class Broker: Sendable {
   /// The broker's settings.
   public let configuration: BrokerConfiguration
   let state: Mutex<State>
+  let admission: AdmissionLimiter
 
   /// A broker over `storage`, loaded with what it holds: topics keep their epochs and
   /// offsets across restarts, and idempotency keys their window.
@@ -52,6 +53,8 @@ public final class Broker: Sendable {
     }
     state.lastRecordCleanupMillis = now
     self.state = Mutex(state)
+    admission = AdmissionLimiter(
+      ratePerSecond: Double(configuration.maxSubscribesPerSecond), burst: configuration.maxSubscribesPerSecond, nowMillis: now)
   }
 
   /// A topic's snapshot: its live, unexpired cards positioned at the top offset.
@@ -69,7 +72,8 @@ public final class Broker: Sendable {
   /// and ``unsubscribe(_:)`` when the stream ends.
   ///
   /// - Throws: INVALID_ARGUMENT for no, too many, repeated or badly named topics;
-  ///   PERMISSION_DENIED when `principal` may not read one of them.
+  ///   PERMISSION_DENIED when `principal` may not read one of them; UNAVAILABLE with a
+  ///   retry-after hint past the admission rate or during shutdown.
   public func subscribe(_ request: SubscribeRequest, for principal: Principal) throws(RPCError) -> Subscription {
     guard (1...configuration.maxTopicsPerSubscription).contains(request.topics.count) else {
       throw RPCError(
@@ -81,6 +85,7 @@ public final class Broker: Sendable {
     }
     for position in request.topics { try Self.authorizeRead(position.topic, principal) }
     let now = configuration.nowMillis()
+    try admission.admit(nowMillis: now)
     let subscription = Subscription(
       principal: principal, maxQueuedChanges: configuration.maxQueuedChangesPerSubscription, nowMillis: now)
     let id = ObjectIdentifier(subscription)

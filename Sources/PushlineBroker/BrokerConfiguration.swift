@@ -24,6 +24,9 @@ public struct BrokerConfiguration: Sendable {
   /// On shutdown, subscriptions end with UNAVAILABLE and a retry-after hint spread at random
   /// over this period, so that clients do not all come back in the same instant.
   public var reconnectSpread: Duration
+  /// New subscriptions admitted per second on average (bursts up to as many at once); past
+  /// that, UNAVAILABLE with a retry-after hint. 0 admits everything.
+  public var maxSubscribesPerSecond: Int
   /// The wall clock, in Unix milliseconds: offsets' change times, expiry, watermarks, tokens.
   /// Tests inject their own.
   public var nowMillis: @Sendable () -> Int64
@@ -33,12 +36,12 @@ public struct BrokerConfiguration: Sendable {
   public var logger: Logger
 
   /// The defaults: 1,000 tombstones or 7 days, a 10-minute idempotency window, a watermark
-  /// after 30 s of silence, 100,000 queued changes per subscriber, reconnects spread over 5 s.
+  /// after 30 s of silence, 100,000 queued changes per subscriber, reconnects spread over 5 s, 5,000 new subscriptions a second.
   public init(
     maxTombstonesPerTopic: Int = 1000, maxTombstoneAge: Duration = .seconds(7 * 86400),
     idempotencyWindow: Duration = .seconds(600), watermarkInterval: Duration = .seconds(30),
     maxQueuedChangesPerSubscription: Int = 100_000, maxChangesPerUpdate: Int = 512, maxChangesPerPublish: Int = 10_000,
-    maxTopicsPerSubscription: Int = 1000, reconnectSpread: Duration = .seconds(5),
+    maxTopicsPerSubscription: Int = 1000, reconnectSpread: Duration = .seconds(5), maxSubscribesPerSecond: Int = 5000,
     nowMillis: @escaping @Sendable () -> Int64 = WallClock.systemMillis,
     metrics: BrokerMetrics = BrokerMetrics(), logger: Logger = Logger(label: "pushline.broker")
   ) {
@@ -51,6 +54,7 @@ public struct BrokerConfiguration: Sendable {
     self.maxChangesPerPublish = maxChangesPerPublish
     self.maxTopicsPerSubscription = maxTopicsPerSubscription
     self.reconnectSpread = reconnectSpread
+    self.maxSubscribesPerSecond = maxSubscribesPerSecond
     self.nowMillis = nowMillis
     self.metrics = metrics
     self.logger = logger

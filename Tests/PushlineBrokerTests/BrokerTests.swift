@@ -244,4 +244,18 @@ struct BrokerTests {
     #expect(hints.allSatisfy { $0 <= 5000 } && hints.count > 1)
     #expect(throws: RPCError.self) { try broker.subscribe("t") }
   }
+
+  @Test func aSubscribeStormIsAdmittedAtTheConfiguredRate() async throws {
+    let broker = try await makeBroker { $0.maxSubscribesPerSecond = 3 }
+    for _ in 0..<3 { _ = try broker.subscribe("t") }
+    do {
+      _ = try broker.subscribe("t")
+      Issue.record("the fourth subscribe in the same instant was admitted")
+    } catch let error as RPCError {
+      #expect(error.code == .unavailable)
+      #expect((334...667).contains(error.retryAfterMillis ?? 0))  // a third of a second, plus up to as much jitter
+    }
+    clock.advance(by: .milliseconds(334))
+    _ = try broker.subscribe("t")
+  }
 }
