@@ -121,7 +121,8 @@ let package = Package(
     .testTarget(
       name: "PushlineClientTests",
       dependencies: [
-        "PushlineClient", "PushlineBroker", "PushlineCLI", "PushlineRPC", "PushlineRPCNIO", "PushlineSchema", "PushlineWire",
+        "PushlineClient", "PushlineBroker", "PushlineCLI", "PushlineRPC", "PushlineRPCNIO", "PushlineSchema", "PushlineTesting",
+        "PushlineWire",
         .product(name: "NIOCore", package: "swift-nio"),
       ],
       swiftSettings: strictSettings

@@ -1,6 +1,7 @@
 @testable import PushlineBroker
 import MetricsTestKit
 import PushlineSchema
+import PushlineTesting
 import Testing
 
 @Suite("Broker metrics")

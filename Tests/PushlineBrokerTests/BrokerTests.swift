@@ -2,6 +2,7 @@
 import PushlineRPC
 import PushlineSchema
 import Synchronization
+import PushlineTesting
 import Testing
 
 @Suite("Broker: publish, resume, snapshots, coalescing")

@@ -3,6 +3,7 @@ import Foundation
 import PushlineSchema
 import PushlineWire
 import Synchronization
+import PushlineTesting
 import Testing
 
 @Suite("SQLite storage: what a restarted broker still knows")

@@ -1,23 +1,9 @@
 @testable import PushlineBroker
 import PushlineRPC
 import PushlineSchema
+import PushlineTesting
 import Synchronization
 import Testing
-
-/// A wall clock the test moves by hand.
-final class ManualWallClock: Sendable {
-  private let millis: Mutex<Int64>
-
-  init(_ start: Int64 = 1_800_000_000_000) { millis = Mutex(start) }
-
-  var now: Int64 { millis.withLock { $0 } }
-
-  func advance(by duration: Duration) {
-    millis.withLock { $0 += duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000 }
-  }
-
-  var function: @Sendable () -> Int64 { { self.now } }
-}
 
 /// A client's copy of one topic, applying updates the way the delivery contract allows and
 /// recording every breach of it.

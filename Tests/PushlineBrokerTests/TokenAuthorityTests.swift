@@ -1,5 +1,6 @@
 import PushlineBroker
 import PushlineRPC
+import PushlineTesting
 import Testing
 
 @Suite("Tokens: HS256 JWTs with role, topics and expiry")

@@ -1,15 +1,6 @@
 import PushlineClient
 import PushlineSchema
-import Synchronization
-
-/// A wall clock the test moves by hand.
-final class TestWallClock: Sendable {
-  private let millis: Mutex<Int64>
-  init(_ start: Int64 = 1_800_000_000_000) { millis = Mutex(start) }
-  var now: Int64 { millis.withLock { $0 } }
-  func advance(seconds: Int64) { millis.withLock { $0 += seconds * 1000 } }
-  var function: @Sendable () -> Int64 { { self.now } }
-}
+import PushlineTesting
 
 /// A card of `kind` with a displayable payload.
 func card(

@@ -2,6 +2,7 @@ import PushlineClient
 import PushlineRPC
 import PushlineSchema
 import Synchronization
+import PushlineTesting
 import Testing
 
 /// A connector that plays a script, one step per connection attempt, and records what the
@@ -52,7 +53,7 @@ final class ScriptedConnector: TrackerConnector {
 
 @Suite("ConnectionManager: backoff, resume, giving up")
 struct ConnectionManagerTests {
-  let clock = TestWallClock()
+  let clock = ManualWallClock()
 
   func run(_ connector: ScriptedConnector) async throws -> (TrackerDataManager, ConnectionManager, [Duration]) {
     let tracker = TrackerDataManager(cache: try CardCache(persistence: nil), topics: ["t"], configuration: .init(nowMillis: clock.function))

@@ -1,11 +1,12 @@
 import PushlineClient
 import PushlineSchema
 import PushlineWire
+import PushlineTesting
 import Testing
 
 @Suite("TrackerDataManager: validation, ranking, modes, privacy, expiry, staleness, plugins")
 struct TrackerDataManagerTests {
-  let clock = TestWallClock()
+  let clock = ManualWallClock()
 
   func tracker(disabled: Set<PayloadKind> = [], staleAfter: Duration = .seconds(30)) throws -> TrackerDataManager {
     TrackerDataManager(
@@ -33,10 +34,10 @@ struct TrackerDataManagerTests {
     let tracker = try tracker()
     let expiry = clock.now / 1000 + 10
     tracker.apply([update("earnings", from: 1, [card("a", priority: 1, expiresAt: expiry)], snapshot: true)])
-    clock.advance(seconds: 9)
+    clock.advance(by: .seconds(9))
     tracker.refresh()
     #expect(tracker.modes.browse.map(\.cardID) == ["a"])
-    clock.advance(seconds: 1)
+    clock.advance(by: .seconds(1))
     tracker.refresh()
     #expect(tracker.modes.browse.isEmpty)
   }
@@ -95,10 +96,10 @@ struct TrackerDataManagerTests {
     #expect(tracker.modes.browse.map(\.staleness) == [nil, .serviceOutage(message: "incentives are delayed")])
     let since = clock.now
     tracker.setConnection(ConnectionState(phase: .backingOff(untilMillis: since + 1000, reason: "cut"), offlineSinceMillis: since))
-    clock.advance(seconds: 29)
+    clock.advance(by: .seconds(29))
     tracker.refresh()
     #expect(tracker.modes.browse[0].staleness == nil)
-    clock.advance(seconds: 1)
+    clock.advance(by: .seconds(1))
     tracker.refresh()
     #expect(tracker.modes.browse[0].staleness == .offline(sinceMillis: since))
     #expect(tracker.modes.browse[0].lastUpdatedAt == 1_799_999_000)
