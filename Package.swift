@@ -63,7 +63,9 @@ let package = Package(
       ],
       swiftSettings: strictSettings
     ),
-    .target(name: "PushlineTesting", dependencies: ["PushlineWire", "PushlineSchema"], swiftSettings: strictSettings),
+    .target(
+      name: "PushlineTesting", dependencies: ["PushlineWire", "PushlineSchema", "PushlineBroker", "PushlineClient"],
+      swiftSettings: strictSettings),
     .target(
       name: "PushlineCLI",
       dependencies: [
