@@ -122,6 +122,7 @@ let package = Package(
         "PushlineWire", "PushlineSchema", "PushlineRPC", "PushlineRPCNIO", "PushlineBroker", "PushlineCLI",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
       ],
       swiftSettings: strictSettings
     ),

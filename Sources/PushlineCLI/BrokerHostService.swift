@@ -6,14 +6,14 @@ import ServiceLifecycle
 /// a GOAWAY to every client, the grace period for calls in progress, then cancellation of what
 /// still runs. Cancelled instead, it stops at once, without the grace period.
 struct BrokerHostService: Service {
-  var host: BrokerHost
+  var brokerHost: BrokerHost
   /// Called once, with the bound address, when the broker serves.
   var onServing: @Sendable (SocketAddress) -> Void
   /// Called once when the graceful shutdown begins, before the GOAWAYs go out.
   var onStopping: @Sendable () -> Void
 
   func run() async throws {
-    try await host.run { running in
+    try await brokerHost.run { running in
       onServing(running.address)
       // Throws on cancellation, which makes `BrokerHost.run` stop without the grace period.
       try await gracefulShutdown()

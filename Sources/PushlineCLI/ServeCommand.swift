@@ -94,7 +94,7 @@ struct ServeCommand: AsyncParsableCommand {
       }
       // Last, so that the group shuts it down first: metrics stay up while the broker drains.
       services.append(BrokerHostService(
-        host: BrokerHost(
+        brokerHost: BrokerHost(
           storage: store, configuration: settings.brokerConfiguration, secret: secret, host: settings.host,
           port: settings.port, gracePeriod: .seconds(settings.gracePeriod)),
         onServing: { address in

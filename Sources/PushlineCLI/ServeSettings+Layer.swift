@@ -74,7 +74,7 @@ extension ServeSettings {
 /// A type a `serve` setting can have. Environment variables give text, parsed as
 /// ArgumentParser parses the flag; the config file gives typed JSON, so that `"port": "7400"`
 /// there is an error rather than a silent conversion.
-protocol SettingValue: ExpressibleByArgument, Equatable, Sendable {
+protocol SettingValue: ExpressibleByArgument, Sendable {
   /// What a value must be, for error messages: "an integer", "a string".
   static var expected: String { get }
   /// The value `json` holds, or nil if it holds another type.
