@@ -52,8 +52,9 @@ extension ServeSettings {
   /// `environment`, then `configFile` (its path, for messages, and its text), then the
   /// default — and checks the result. Reads no file and no process state.
   ///
-  /// - Throws: a ``CommandFailure`` naming the setting (key or variable) that is unknown, of
-  ///   the wrong type or out of range, or the file's JSON syntax error.
+  /// - Throws: a ``CommandFailure`` naming the file's key that is unknown or of the wrong type,
+  ///   the variable whose text is no value of its setting's type, the setting out of range, or
+  ///   the file's JSON syntax error.
   static func merge(
     flags: Layer, environment: [String: String], configFile: (path: String, text: String)?
   ) throws(CommandFailure) -> ServeSettings {
@@ -78,6 +79,7 @@ extension ServeSettings {
     try check()
   }
 
+  /// Throws a ``CommandFailure`` naming the first setting out of its range.
   private func check() throws(CommandFailure) {
     for (key, value) in [("port", port), ("metricsPort", metricsPort ?? 0)] where !(0...65_535).contains(value) {
       throw CommandFailure("\(key) must be 0…65535, not \(value)")
