@@ -18,15 +18,17 @@ struct BrokerHost {
   var secret: [UInt8]
   var host: String
   var port: Int
+  /// On shutdown, how long calls in progress may still run after the GOAWAY.
+  var gracePeriod: Duration = .seconds(10)
 
   /// Starts the broker, runs `body` while it serves, then shuts it down gracefully (GOAWAY,
-  /// grace period).
+  /// grace period). If `body` throws, the server stops at once.
   func run<Result: Sendable>(_ body: (Running) async throws -> Result) async throws -> Result {
     let broker = try await Broker(storage: storage, configuration: configuration)
     let authority = try await TokenAuthority(secret: secret, nowMillis: configuration.nowMillis)
     var router = RPCRouter()
     BrokerService.register(broker, authority: authority, in: &router)
-    let server = RPCServer(router: router, configuration: .init(host: host, port: port))
+    let server = RPCServer(router: router, configuration: .init(host: host, port: port, gracePeriod: gracePeriod))
     return try await server.withRunningServer { address in
       try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { await broker.run() }

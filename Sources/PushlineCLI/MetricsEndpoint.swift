@@ -1,11 +1,28 @@
+import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Prometheus
+import ServiceLifecycle
 
-/// The admin HTTP port: `GET /metrics` answers with the registry's metrics in the Prometheus
-/// text format; anything else gets 404. One request per connection.
-enum MetricsEndpoint {
+/// The admin HTTP port as a `Service`: `GET /metrics` answers with the registry's metrics in
+/// the Prometheus text format; anything else gets 404. One request per connection. It serves
+/// until the group's graceful shutdown or cancellation; with nothing to drain, both simply
+/// close the port.
+struct MetricsEndpoint: Service {
+  var host: String
+  /// The port; 0 picks a free one (logged on start).
+  var port: Int
+  var registry: PrometheusCollectorRegistry
+  var logger: Logger
+
+  func run() async throws {
+    let channel = try await Self.bind(host: host, port: port, registry: registry)
+    logger.info("metrics on http://\(host):\(channel.localAddress?.port ?? port)/metrics")
+    try? await gracefulShutdown()
+    try await channel.close()
+  }
+
   /// Binds `host`:`port` and serves `registry` until the returned channel is closed.
   static func bind(host: String, port: Int, registry: PrometheusCollectorRegistry) async throws -> any Channel {
     try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -19,6 +36,7 @@ enum MetricsEndpoint {
       .bind(host: host, port: port).get()
   }
 
+  /// Answers one HTTP request on its connection, then closes it.
   final class Handler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart

@@ -1,21 +1,16 @@
 import ArgumentParser
-import Dispatch
 import Foundation
-import NIOCore
 import Logging
+import NIOCore
 import CoreMetrics
 import Prometheus
 import PushlineBroker
 import PushlineRPC
-import PushlineRPCNIO
+import ServiceLifecycle
+import UnixSignals
 
-#if canImport(Glibc)
-  import Glibc
-#elseif canImport(Darwin)
-  import Darwin
-#endif
-
-/// `pushline serve`: runs the push broker until SIGINT or SIGTERM.
+/// `pushline serve`: runs the push broker, and the metrics endpoint if asked, as services of a
+/// `ServiceGroup` until SIGTERM or SIGINT starts their graceful shutdown.
 struct ServeCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "serve",
@@ -23,74 +18,91 @@ struct ServeCommand: AsyncParsableCommand {
     discussion: """
       Serves /pushline.Publisher/Publish, /pushline.Tracker/Subscribe, /pushline.Tracker/GetCards \
       and /pushline.Health/Check. Stores topics in SQLite in the data directory (or in memory, \
-      losing history on restart). Tokens are checked with the secret from \
-      $PUSHLINE_TOKEN_SECRET or --token-secret-file. Listens on loopback unless told otherwise. \
-      Stops on SIGINT or SIGTERM with a GOAWAY to every client.
+      losing history on restart). Listens on loopback unless told otherwise. Stops on SIGINT or \
+      SIGTERM with a GOAWAY to every client and a grace period for calls in progress.
+
+      Every setting can also come from the environment, as PUSHLINE_ and the flag's name in \
+      upper snake case (PUSHLINE_DATA_DIR), or from a JSON config file (--config or \
+      $PUSHLINE_CONFIG), keyed by the flag's name in camel case (dataDir). A flag beats the \
+      environment, which beats the file. Tokens are checked with the secret in \
+      $PUSHLINE_TOKEN_SECRET or in the file named by --token-secret-file (or \
+      PUSHLINE_TOKEN_SECRET_FILE, or tokenSecretFile); a config file never holds the secret itself.
       """
   )
 
-  /// Where topics are kept.
-  enum Storage: String, ExpressibleByArgument, CaseIterable {
-    case sqlite, memory
-  }
+  @Option(help: ArgumentHelp("A JSON file of settings, e.g. {\"port\": 7400, \"dataDir\": \"/srv/pushline\"}.", valueName: "file"))
+  var config: String?
 
-  @Option(help: "The address to listen on.")
-  var host = "127.0.0.1"
+  @Option(help: "The address to listen on (default: \(ServeSettings().host)).")
+  var host: String?
 
-  @Option(help: "The port to listen on; 0 picks a free one (printed on start).")
-  var port = 7400
+  @Option(help: "The port to listen on; 0 picks a free one, printed on start (default: \(ServeSettings().port)).")
+  var port: Int?
 
-  @Option(help: "Where topics are kept: sqlite (durable, in --data-dir) or memory (lost on restart).")
-  var storage = Storage.sqlite
+  @Option(help: "Where topics are kept: sqlite (durable, in --data-dir) or memory (lost on restart) (default: sqlite).")
+  var storage: ServeSettings.Storage?
 
-  @Option(help: "The directory of the SQLite database.")
-  var dataDir = "pushline-data"
+  @Option(help: ArgumentHelp("The directory of the SQLite database (default: \(ServeSettings().dataDir)).", valueName: "directory"))
+  var dataDir: String?
 
-  @OptionGroup var tokenSecret: TokenSecretOptions
+  @Option(help: ArgumentHelp("A file holding the token secret (default: $PUSHLINE_TOKEN_SECRET).", valueName: "file"))
+  var tokenSecretFile: String?
 
-  @Option(help: "Seconds of silence after which a subscriber gets a freshness watermark.")
-  var watermarkInterval = 30
+  @Option(help: ArgumentHelp(
+    "Seconds of silence after which a subscriber gets a freshness watermark (default: \(ServeSettings().watermarkInterval)).",
+    valueName: "seconds"))
+  var watermarkInterval: Int?
 
-  @Option(help: "Tombstones kept per topic before the oldest go (resumes from before them get a snapshot).")
-  var tombstoneLimit = 1000
+  @Option(help: ArgumentHelp(
+    "Tombstones kept per topic; resumes from before them get a snapshot (default: \(ServeSettings().tombstoneLimit)).",
+    valueName: "count"))
+  var tombstoneLimit: Int?
 
-  @Option(help: "Seconds a publish's idempotency key is remembered.")
-  var idempotencyWindow = 600
+  @Option(help: ArgumentHelp(
+    "Seconds a publish's idempotency key is remembered (default: \(ServeSettings().idempotencyWindow)).", valueName: "seconds"))
+  var idempotencyWindow: Int?
 
-  @Option(help: "A port for the admin HTTP endpoint (GET /metrics, Prometheus text), on --host; off if absent.")
+  @Option(help: ArgumentHelp("The admin HTTP port (GET /metrics, Prometheus text) on --host; off if absent.", valueName: "port"))
   var metricsPort: Int?
 
-  func validate() throws {
-    guard (0...65_535).contains(port), (0...65_535).contains(metricsPort ?? 0) else {
-      throw ValidationError("--port and --metrics-port must be 0…65535")
-    }
-    guard watermarkInterval > 0, tombstoneLimit >= 0, idempotencyWindow >= 0 else {
-      throw ValidationError("--watermark-interval must be positive, --tombstone-limit and --idempotency-window not negative")
-    }
+  @Option(help: ArgumentHelp(
+    "Seconds calls in progress may still run after the shutdown's GOAWAY (default: \(ServeSettings().gracePeriod)).",
+    valueName: "seconds"))
+  var gracePeriod: Int?
+
+  /// The settings the flags give; the others come from the environment and the config file.
+  var flags: ServeSettings.Layer {
+    ServeSettings.Layer(
+      host: host, port: port, storage: storage, dataDir: dataDir, watermarkInterval: watermarkInterval,
+      tombstoneLimit: tombstoneLimit, idempotencyWindow: idempotencyWindow, metricsPort: metricsPort,
+      gracePeriod: gracePeriod, tokenSecret: tokenSecretFile.map { .file($0) })
   }
 
   func run() async throws {
-    let secret = try tokenSecret.secret()
+    let environment = ProcessInfo.processInfo.environment
+    let settings = try ServeSettings.load(flags: flags, configPath: config, environment: environment)
+    let secret = try settings.readTokenSecret(environment: environment)
     let registry = PrometheusCollectorRegistry()
     MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
     let logger = Logger(label: "pushline.serve")
-    let configuration = BrokerConfiguration(
-      maxTombstonesPerTopic: tombstoneLimit, idempotencyWindow: .seconds(idempotencyWindow),
-      watermarkInterval: .seconds(watermarkInterval))
     do {
-      let store: any BrokerStorage = storage == .memory ? InMemoryBrokerStorage() : try SQLiteBrokerStorage(directory: dataDir)
-      var metricsChannel: (any Channel)?
-      if let metricsPort { metricsChannel = try await MetricsEndpoint.bind(host: host, port: metricsPort, registry: registry) }
-      defer { metricsChannel?.close(promise: nil) }
-      if let address = metricsChannel?.localAddress { logger.info("metrics on http://\(host):\(address.port ?? 0)/metrics") }
-      let brokerHost = BrokerHost(storage: store, configuration: configuration, secret: secret, host: host, port: port)
-      try await brokerHost.run { running in
-        let where_ = storage == .memory ? "in memory" : "in \(dataDir)"
-        // Unbuffered: scripts and tests wait for this line through a pipe.
-        FileHandle.standardOutput.write(Data("pushline: serving on \(host):\(running.address.port ?? port), topics \(where_)\n".utf8))
-        await Self.terminationSignal()
-        print("pushline: stopping")
+      let store: any BrokerStorage =
+        settings.storage == .memory ? InMemoryBrokerStorage() : try SQLiteBrokerStorage(directory: settings.dataDir)
+      var services: [any Service] = []
+      if let metricsPort = settings.metricsPort {
+        services.append(MetricsEndpoint(host: settings.host, port: metricsPort, registry: registry, logger: logger))
       }
+      // Last, so that the group shuts it down first: metrics stay up while the broker drains.
+      services.append(BrokerHostService(
+        brokerHost: BrokerHost(
+          storage: store, configuration: settings.brokerConfiguration, secret: secret, host: settings.host,
+          port: settings.port, gracePeriod: .seconds(settings.gracePeriod)),
+        onServing: { address in
+          let topics = settings.storage == .memory ? "in memory" : "in \(settings.dataDir)"
+          Self.say("pushline: serving on \(settings.host):\(address.port ?? settings.port), topics \(topics)")
+        },
+        onStopping: { Self.say("pushline: stopping") }))
+      try await ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
     } catch let error as RPCError {
       throw CommandFailure("\(error)")
     } catch let error as TokenAuthorityError {
@@ -98,18 +110,18 @@ struct ServeCommand: AsyncParsableCommand {
     }
   }
 
-  /// Returns when the process receives SIGINT or SIGTERM.
-  static func terminationSignal() async {
-    let (signals, continuation) = AsyncStream<Int32>.makeStream()
-    let sources = [SIGINT, SIGTERM].map { number in
-      signal(number, SIG_IGN)
-      let source = DispatchSource.makeSignalSource(signal: number)
-      source.setEventHandler { continuation.yield(number) }
-      source.resume()
-      return source
-    }
-    var iterator = signals.makeAsyncIterator()
-    _ = await iterator.next()
-    sources.forEach { $0.cancel() }
+  /// Writes `line` to standard output at once: scripts and tests wait for these lines
+  /// through a pipe, where `print` would buffer them.
+  private static func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+  }
+}
+
+extension ServeSettings {
+  /// The broker's configuration for these settings.
+  var brokerConfiguration: BrokerConfiguration {
+    BrokerConfiguration(
+      maxTombstonesPerTopic: tombstoneLimit, idempotencyWindow: .seconds(idempotencyWindow),
+      watermarkInterval: .seconds(watermarkInterval))
   }
 }

@@ -13,18 +13,21 @@ struct TokenSecretOptions: ParsableArguments {
 
   /// The secret's bytes.
   func secret() throws -> [UInt8] {
-    if let path = tokenSecretFile {
-      guard let data = FileManager.default.contents(atPath: path) else {
-        throw CommandFailure("cannot read the token secret file \(path)")
-      }
-      var text = String(decoding: data, as: UTF8.self)
-      while text.last?.isNewline == true { text.removeLast() }
-      return Array(text.utf8)
-    }
+    if let path = tokenSecretFile { return try Self.read(file: path) }
     guard let value = ProcessInfo.processInfo.environment[Self.environmentVariable], !value.isEmpty else {
       throw CommandFailure(
         "no token secret: set \(Self.environmentVariable) or pass --token-secret-file (generate one with: openssl rand -hex 32)")
     }
     return Array(value.utf8)
+  }
+
+  /// The secret held in the file at `path`, without its trailing newlines.
+  static func read(file path: String) throws(CommandFailure) -> [UInt8] {
+    guard let data = FileManager.default.contents(atPath: path) else {
+      throw CommandFailure("cannot read the token secret file \(path)")
+    }
+    var text = String(decoding: data, as: UTF8.self)
+    while text.last?.isNewline == true { text.removeLast() }
+    return Array(text.utf8)
   }
 }

@@ -1,0 +1,23 @@
+import NIOCore
+import ServiceLifecycle
+
+/// A ``BrokerHost`` as a `Service` of a `ServiceGroup`: it serves until the group's graceful
+/// shutdown (in `serve`, SIGTERM or SIGINT), then stops the way ``BrokerHost/run(_:)`` does —
+/// a GOAWAY to every client, the grace period for calls in progress, then cancellation of what
+/// still runs. Cancelled instead, it stops at once, without the grace period.
+struct BrokerHostService: Service {
+  var brokerHost: BrokerHost
+  /// Called once, with the bound address, when the broker serves.
+  var onServing: @Sendable (SocketAddress) -> Void
+  /// Called once when the graceful shutdown begins, before the GOAWAYs go out.
+  var onStopping: @Sendable () -> Void
+
+  func run() async throws {
+    try await brokerHost.run { running in
+      onServing(running.address)
+      // Throws on cancellation, which makes `BrokerHost.run` stop without the grace period.
+      try await gracefulShutdown()
+      onStopping()
+    }
+  }
+}

@@ -1,0 +1,93 @@
+import ArgumentParser
+
+/// The settings of `pushline serve`, each taken from the first source that has it: a flag, then
+/// the environment, then the config file, then the default written here.
+///
+/// The sources are read into ``Layer``s and merged by ``merge(flags:environment:configFile:)``,
+/// a pure function, so that precedence and error messages are tested without a server.
+struct ServeSettings: Equatable, Sendable {
+  /// Where topics are kept.
+  enum Storage: String, CaseIterable, Sendable, ExpressibleByArgument {
+    /// SQLite in ``ServeSettings/dataDir``: durable.
+    case sqlite
+    /// In memory: history is lost on restart (the epochs change, so clients take snapshots).
+    case memory
+  }
+
+  /// Where the token secret comes from. The secret itself is never a setting — it would end up
+  /// in config files and process listings — only where to find it.
+  enum TokenSecretSource: Equatable, Sendable {
+    /// The `PUSHLINE_TOKEN_SECRET` environment variable.
+    case environment
+    /// A file holding the secret (a trailing newline is ignored).
+    case file(String)
+  }
+
+  /// The address to listen on; loopback unless told otherwise, so nothing is exposed by accident.
+  var host = "127.0.0.1"
+  /// The port to listen on; 0 picks a free one.
+  var port = 7400
+  var storage = Storage.sqlite
+  /// The directory of the SQLite database.
+  var dataDir = "pushline-data"
+  /// Seconds of silence after which a subscriber gets a freshness watermark.
+  var watermarkInterval = 30
+  /// Tombstones kept per topic before the oldest go.
+  var tombstoneLimit = 1000
+  /// Seconds a publish's idempotency key is remembered.
+  var idempotencyWindow = 600
+  /// The admin HTTP port for `GET /metrics`; no endpoint if nil.
+  var metricsPort: Int?
+  /// Seconds calls in progress may still run after the shutdown's GOAWAY.
+  var gracePeriod = 10
+  /// Nil when no source names one; reading the secret then fails (see ``readTokenSecret(environment:)``).
+  var tokenSecret: TokenSecretSource?
+}
+
+extension ServeSettings {
+  /// The environment variable naming a config file when `--config` is absent.
+  static let configEnvironmentVariable = "PUSHLINE_CONFIG"
+
+  /// Merges the sources, each setting from the first that has it — `flags`, then
+  /// `environment`, then `configFile` (its path, for messages, and its text), then the
+  /// default — and checks the result. Reads no file and no process state.
+  ///
+  /// - Throws: a ``CommandFailure`` naming the file's key that is unknown or of the wrong type,
+  ///   the variable whose text is no value of its setting's type, the setting out of range, or
+  ///   the file's JSON syntax error.
+  static func merge(
+    flags: Layer, environment: [String: String], configFile: (path: String, text: String)?
+  ) throws(CommandFailure) -> ServeSettings {
+    var layer = flags.filled(from: try Layer(environment: environment))
+    if let configFile { layer = layer.filled(from: try Layer(configFile: configFile.text, path: configFile.path)) }
+    return try ServeSettings(layer)
+  }
+
+  /// The settings from `layer`, defaults where it is silent.
+  init(_ layer: Layer) throws(CommandFailure) {
+    self.init()
+    host = layer.host ?? host
+    port = layer.port ?? port
+    storage = layer.storage ?? storage
+    dataDir = layer.dataDir ?? dataDir
+    watermarkInterval = layer.watermarkInterval ?? watermarkInterval
+    tombstoneLimit = layer.tombstoneLimit ?? tombstoneLimit
+    idempotencyWindow = layer.idempotencyWindow ?? idempotencyWindow
+    metricsPort = layer.metricsPort ?? metricsPort
+    gracePeriod = layer.gracePeriod ?? gracePeriod
+    tokenSecret = layer.tokenSecret ?? tokenSecret
+    try check()
+  }
+
+  /// Throws a ``CommandFailure`` naming the first setting out of its range.
+  private func check() throws(CommandFailure) {
+    for (key, value) in [("port", port), ("metricsPort", metricsPort ?? 0)] where !(0...65_535).contains(value) {
+      throw CommandFailure("\(key) must be 0…65535, not \(value)")
+    }
+    guard watermarkInterval > 0 else { throw CommandFailure("watermarkInterval must be positive, not \(watermarkInterval)") }
+    for (key, value) in [("tombstoneLimit", tombstoneLimit), ("idempotencyWindow", idempotencyWindow), ("gracePeriod", gracePeriod)]
+    where value < 0 {
+      throw CommandFailure("\(key) must not be negative, not \(value)")
+    }
+  }
+}

@@ -1,0 +1,153 @@
+import ArgumentParser
+import Foundation
+import Testing
+
+@testable import PushlineCLI
+
+@Suite("pushline serve settings")
+struct ServeSettingsTests {
+  typealias Layer = ServeSettings.Layer
+
+  static func merge(
+    flags: Layer = Layer(), environment: [String: String] = [:], file: String? = nil
+  ) throws(CommandFailure) -> ServeSettings {
+    try ServeSettings.merge(flags: flags, environment: environment, configFile: file.map { ("serve.json", $0) })
+  }
+
+  /// The message of the failure `body` throws, or nil if it throws none.
+  static func failure<Result>(_ body: () throws -> Result) -> String? {
+    do {
+      _ = try body()
+      return nil
+    } catch {
+      return "\(error)"
+    }
+  }
+
+  @Test func silentSourcesGiveTheDefaults() throws {
+    let settings = try Self.merge()
+    #expect(settings == ServeSettings())
+    #expect(settings.host == "127.0.0.1" && settings.port == 7400 && settings.storage == .sqlite)
+    #expect(settings.metricsPort == nil && settings.gracePeriod == 10 && settings.tokenSecret == nil)
+  }
+
+  @Test func aFlagBeatsTheEnvironmentWhichBeatsTheFileWhichBeatsTheDefault() throws {
+    let file = #"{"port": 3, "host": "10.0.0.3", "dataDir": "/from/file", "gracePeriod": 3}"#
+    let environment = ["PUSHLINE_PORT": "2", "PUSHLINE_HOST": "10.0.0.2"]
+    let settings = try Self.merge(flags: Layer(port: 1), environment: environment, file: file)
+    #expect(settings.port == 1)
+    #expect(settings.host == "10.0.0.2")
+    #expect(settings.dataDir == "/from/file" && settings.gracePeriod == 3)
+    #expect(settings.watermarkInterval == ServeSettings().watermarkInterval)
+  }
+
+  @Test func everySettingHasAVariableAndAKey() throws {
+    #expect(ServeSettings.fields.map(\.environmentVariable) == [
+      "PUSHLINE_HOST", "PUSHLINE_PORT", "PUSHLINE_STORAGE", "PUSHLINE_DATA_DIR", "PUSHLINE_WATERMARK_INTERVAL",
+      "PUSHLINE_TOMBSTONE_LIMIT", "PUSHLINE_IDEMPOTENCY_WINDOW", "PUSHLINE_METRICS_PORT", "PUSHLINE_GRACE_PERIOD",
+      "PUSHLINE_TOKEN_SECRET_FILE",
+    ])
+    let expected = ServeSettings(
+      host: "0.0.0.0", port: 7500, storage: .memory, dataDir: "/data", watermarkInterval: 5, tombstoneLimit: 7,
+      idempotencyWindow: 60, metricsPort: 9400, gracePeriod: 2, tokenSecret: .file("/run/secret"))
+    let environment = [
+      "PUSHLINE_HOST": "0.0.0.0", "PUSHLINE_PORT": "7500", "PUSHLINE_STORAGE": "memory", "PUSHLINE_DATA_DIR": "/data",
+      "PUSHLINE_WATERMARK_INTERVAL": "5", "PUSHLINE_TOMBSTONE_LIMIT": "7", "PUSHLINE_IDEMPOTENCY_WINDOW": "60",
+      "PUSHLINE_METRICS_PORT": "9400", "PUSHLINE_GRACE_PERIOD": "2", "PUSHLINE_TOKEN_SECRET_FILE": "/run/secret",
+    ]
+    #expect(try Self.merge(environment: environment) == expected)
+    let file = """
+      {"host": "0.0.0.0", "port": 7500, "storage": "memory", "dataDir": "/data", "watermarkInterval": 5,
+       "tombstoneLimit": 7, "idempotencyWindow": 60, "metricsPort": 9400, "gracePeriod": 2,
+       "tokenSecretFile": "/run/secret"}
+      """
+    #expect(try Self.merge(file: file) == expected)
+  }
+
+  @Test func flagsAreReadUnderTheirLongNames() throws {
+    let command = try ServeCommand.parse([
+      "--config", "serve.json", "--port", "0", "--storage", "memory", "--data-dir", "d", "--grace-period", "3",
+      "--metrics-port", "9400", "--token-secret-file", "s",
+    ])
+    #expect(command.config == "serve.json")
+    #expect(command.flags == Layer(port: 0, storage: .memory, dataDir: "d", metricsPort: 9400, gracePeriod: 3, tokenSecret: .file("s")))
+    #expect(try ServeCommand.parse([]).flags == Layer())
+  }
+
+  @Test func anEmptyVariableCountsAsUnset() throws {
+    let settings = try Self.merge(environment: ["PUSHLINE_PORT": "", "PUSHLINE_TOKEN_SECRET": ""], file: #"{"port": 3}"#)
+    #expect(settings.port == 3 && settings.tokenSecret == nil)
+  }
+
+  @Test func theTokenSecretFollowsTheSamePrecedence() throws {
+    let secret = ["PUSHLINE_TOKEN_SECRET": "s3cret"]
+    let file = #"{"tokenSecretFile": "/from/file"}"#
+    #expect(try Self.merge(flags: Layer(tokenSecret: .file("/flag")), environment: secret, file: file).tokenSecret == .file("/flag"))
+    #expect(try Self.merge(environment: secret, file: file).tokenSecret == .environment)
+    #expect(try Self.merge(file: file).tokenSecret == .file("/from/file"))
+    #expect(try Self.merge(environment: secret).readTokenSecret(environment: secret) == Array("s3cret".utf8))
+  }
+
+  @Test func aSecretNamedNowhereIsAnError() throws {
+    let message = Self.failure { try ServeSettings().readTokenSecret(environment: [:]) }
+    #expect(message?.contains("PUSHLINE_TOKEN_SECRET") == true)
+    let both = Self.failure { try Self.merge(environment: ["PUSHLINE_TOKEN_SECRET": "x", "PUSHLINE_TOKEN_SECRET_FILE": "/s"]) }
+    #expect(both == "set PUSHLINE_TOKEN_SECRET or PUSHLINE_TOKEN_SECRET_FILE, not both")
+  }
+
+  @Test func aSecretFileIsReadWithoutItsNewline() throws {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-secret-\(UUID())").path
+    try "0123456789abcdef0123456789abcdef\n".write(toFile: path, atomically: true, encoding: .utf8)
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let settings = try Self.merge(file: #"{"tokenSecretFile": "\#(path)"}"#)
+    #expect(try settings.readTokenSecret(environment: [:]) == Array("0123456789abcdef0123456789abcdef".utf8))
+  }
+
+  @Test("bad config files", arguments: [
+    (#"{"prot": 7400}"#, #"config file serve.json: unknown key "prot" (known keys: host, port, storage, "#),
+    (#"{"port": "7400"}"#, #"config file serve.json: "port" must be an integer"#),
+    (#"{"port": 7400.5}"#, #"config file serve.json: "port" must be an integer"#),
+    (#"{"host": 127}"#, #"config file serve.json: "host" must be a string"#),
+    (#"{"metricsPort": null}"#, #"config file serve.json: "metricsPort" must be an integer"#),
+    (#"{"storage": "disk"}"#, #"config file serve.json: "storage" must be "sqlite" or "memory""#),
+    (#"{"tokenSecret": "s3cret"}"#, #"config file serve.json: "tokenSecret" does not belong in a config file"#),
+    (#"[{"port": 1}]"#, "config file serve.json: expected a JSON object of settings"),
+    (#"{"port": 1,}"#, "config file serve.json: invalid JSON at byte "),
+    (#"{"port": 1, "port": 2}"#, "config file serve.json: invalid JSON at byte "),
+  ])
+  func badConfigFiles(file: String, message: String) {
+    let failure = Self.failure { try Self.merge(file: file) }
+    #expect(failure?.hasPrefix(message) == true, "\(failure ?? "no error")")
+  }
+
+  @Test("bad values", arguments: [
+    (["PUSHLINE_PORT": "x"], nil, #"PUSHLINE_PORT must be an integer, not "x""#),
+    (["PUSHLINE_STORAGE": "disk"], nil, #"PUSHLINE_STORAGE must be "sqlite" or "memory", not "disk""#),
+    (["PUSHLINE_PORT": "70000"], nil, "port must be 0…65535, not 70000"),
+    ([:], #"{"metricsPort": -1}"#, "metricsPort must be 0…65535, not -1"),
+    ([:], #"{"watermarkInterval": 0}"#, "watermarkInterval must be positive, not 0"),
+    (["PUSHLINE_GRACE_PERIOD": "-1"], nil, "gracePeriod must not be negative, not -1"),
+  ])
+  func badValues(environment: [String: String], file: String?, message: String) {
+    #expect(Self.failure { try Self.merge(environment: environment, file: file) } == message)
+  }
+
+  @Test func aMissingConfigFileIsAnError() {
+    let path = "/nonexistent/pushline-\(UUID()).json"
+    let failure = Self.failure { try ServeSettings.load(flags: Layer(), configPath: path, environment: [:]) }
+    #expect(failure == "cannot read the config file \(path)")
+    let fromEnvironment = Self.failure {
+      try ServeSettings.load(flags: Layer(), configPath: nil, environment: ["PUSHLINE_CONFIG": path])
+    }
+    #expect(fromEnvironment == "cannot read the config file \(path)")
+  }
+
+  @Test func theConfigFlagBeatsTheConfigVariable() throws {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-serve-\(UUID()).json").path
+    try #"{"port": 7777}"#.write(toFile: path, atomically: true, encoding: .utf8)
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let environment = ["PUSHLINE_CONFIG": "/nonexistent/serve.json"]
+    #expect(try ServeSettings.load(flags: Layer(), configPath: path, environment: environment).port == 7777)
+    #expect(try ServeSettings.load(flags: Layer(), configPath: nil, environment: ["PUSHLINE_CONFIG": path]).port == 7777)
+  }
+}
