@@ -76,7 +76,7 @@ struct DemoCommand: AsyncParsableCommand {
         group.addTask { await manager.run() }
         group.addTask { await watcher.run() }
         group.addTask {
-          if let duration { try? await Task.sleep(for: duration) } else { await ServeCommand.terminationSignal() }
+          if let duration { try? await Task.sleep(for: duration) } else { await TerminationSignal.received() }
         }
         _ = await group.next()  // the duration, a signal, or q in the terminal
         group.cancelAll()

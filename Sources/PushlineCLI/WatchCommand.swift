@@ -59,7 +59,7 @@ struct WatchCommand: AsyncParsableCommand {
     await withTaskGroup(of: Void.self) { group in
       group.addTask { await manager.run() }
       group.addTask { await watcher.run() }
-      group.addTask { await ServeCommand.terminationSignal() }
+      group.addTask { await TerminationSignal.received() }
       _ = await group.next()
       group.cancelAll()
     }

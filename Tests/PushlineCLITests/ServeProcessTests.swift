@@ -78,10 +78,10 @@ struct ServeProcessTests {
   /// Subscribes to a topic on the broker at `port`, waits for the first update (the call is
   /// live), runs `action`, and reads the stream to its end; returns how it ended.
   static func withSubscription(port: Int, _ action: () -> Void) async throws -> String {
-    let authority = try await TokenAuthority(secret: Array(secret.utf8), nowMillis: BrokerConfiguration.systemMillis)
+    let authority = try await TokenAuthority(secret: Array(secret.utf8), nowMillis: WallClock.systemMillis)
     var configuration = ClientConnectionStateMachine.Configuration()
     configuration.authToken = try await authority.mint(
-      subject: "test", role: .subscriber, topics: ["driver/1"], expiresAtMillis: BrokerConfiguration.systemMillis() + 3_600_000)
+      subject: "test", role: .subscriber, topics: ["driver/1"], expiresAtMillis: WallClock.systemMillis() + 3_600_000)
     return try await RPCClient.withConnection(host: "127.0.0.1", port: port, configuration: configuration) { connection in
       var updates = connection.serverStreaming(
         BrokerService.subscribeMethod, request: SubscribeRequest(topics: [TopicPosition(topic: "driver/1")]),

@@ -1,0 +1,26 @@
+import Dispatch
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// SIGINT and SIGTERM as something to await, for the commands that run until stopped
+/// (`demo`, `watch`; `serve` has its service group).
+enum TerminationSignal {
+  /// Returns when the process receives SIGINT or SIGTERM.
+  static func received() async {
+    let (signals, continuation) = AsyncStream<Int32>.makeStream()
+    let sources = [SIGINT, SIGTERM].map { number in
+      signal(number, SIG_IGN)
+      let source = DispatchSource.makeSignalSource(signal: number)
+      source.setEventHandler { continuation.yield(number) }
+      source.resume()
+      return source
+    }
+    var iterator = signals.makeAsyncIterator()
+    _ = await iterator.next()
+    sources.forEach { $0.cancel() }
+  }
+}
