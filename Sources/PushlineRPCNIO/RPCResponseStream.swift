@@ -8,20 +8,32 @@ public import PushlineWire
 public struct RPCResponseStream<Response: WireMessage>: AsyncSequence, Sendable {
   public typealias Element = Response
 
-  let raw: AsyncThrowingStream<[UInt8], any Error>
+  /// The responses in the batches the connection hands over, one per read burst.
+  let raw: AsyncThrowingStream<[[UInt8]], any Error>
 
+  /// Iterates the responses, decoding each as it is reached.
   public struct AsyncIterator: AsyncIteratorProtocol {
-    var raw: AsyncThrowingStream<[UInt8], any Error>.AsyncIterator
+    var raw: AsyncThrowingStream<[[UInt8]], any Error>.AsyncIterator
+    var batch: [[UInt8]] = []
+    var position = 0
 
+    /// The next response, `nil` once the call has ended OK.
+    ///
+    /// - Throws: ``RPCError`` with the call's status, or INTERNAL for a response that does not decode.
     public mutating func next() async throws -> Response? {
-      guard let bytes = try await raw.next() else { return nil }
+      while position == batch.count {
+        guard let next = try await raw.next() else { return nil }
+        (batch, position) = (next, 0)
+      }
+      position += 1
       do {
-        return try Response(serializedBytes: bytes)
+        return try Response(serializedBytes: batch[position - 1])
       } catch {
         throw RPCError(code: .internal, message: "a response does not decode: \(Response.protoName): \(error)")
       }
     }
   }
 
+  /// An iterator over the responses.
   public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(raw: raw.makeAsyncIterator()) }
 }
