@@ -124,6 +124,8 @@ struct RPCBenchmark: AsyncParsableCommand {
     let pushline = rows["pushline"]!, grpc = rows["grpc-swift-2"]!
     print("")
     print("Pushline ÷ grpc-swift-2, unary calls/s: \(Self.ratio(pushline[3], grpc[3]))")
+    let streamRatios = zip(pushline[4].split(separator: " / "), grpc[4].split(separator: " / ")).map { Self.ratio(String($0), String($1)) }
+    print("Pushline ÷ grpc-swift-2, stream msgs/s: \(streamRatios.joined(separator: " / "))")
     for note in cpuNotes { print(note) }
   }
 
