@@ -191,9 +191,10 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         return execute(machine.cancel(callID: callID))
       }
     }
-    guard let call = calls[callID] else { return }
-    if case .stream = call.waiter, call.received.isEmpty { streamsWithPending.append(callID) }
+    // Appended in place: a copy of the call held across the append would copy the responses.
+    guard calls[callID] != nil else { return }
     calls[callID]?.received.append(payload)
+    if case .stream = calls[callID]?.waiter, calls[callID]?.received.count == 1 { streamsWithPending.append(callID) }
   }
 
   private func handOverPendingResponses() {
