@@ -4,8 +4,10 @@ public import PushlineWire
 public struct ResponseWriter<Response: WireMessage>: Sendable {
   let sink: RPCRouter.ResponseSink
 
-  /// Sends `response`, returning once the connection has taken it: a slow client makes the
-  /// handler wait rather than the server's memory grow.
+  /// Sends `response`, returning once the connection has taken it: at once while the
+  /// connection's outbound buffer has room, suspending while it is full. A slow client makes
+  /// the handler wait rather than the server's memory grow — and a handler that must not wait
+  /// (a fan-out) can coalesce what it still has to send while this call is suspended.
   ///
   /// - Throws: ``RPCError`` CANCELLED once the call is over (the client cancelled or left).
   public func write(_ response: Response) async throws {
