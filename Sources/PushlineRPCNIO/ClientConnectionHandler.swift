@@ -176,7 +176,8 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         closedReason = RPCError(
           code: .unavailable, message: goAway.message ?? "the server went away", retryAfterMillis: goAway.retryAfterMillis)
       case .close(let elements):
-        close(after: elements)
+        output?.close(after: elements.map(wrapOutboundOut))
+        shutDown()
       }
     }
   }
@@ -228,27 +229,13 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     execute(machine.cancel(callID: callID))
   }
 
-  private func close(after elements: [ConnectionElement]) {
-    guard let context, let output else { return }
-    let channel = context.channel
-    if let last = elements.last {
-      for element in elements.dropLast() { output.write(wrapOutboundOut(element)) }
-      let written = context.eventLoop.makePromise(of: Void.self)
-      output.write(wrapOutboundOut(last), promise: written)
-      output.flush()
-      written.futureResult.whenComplete { _ in channel.close(promise: nil) }
-    } else {
-      channel.close(promise: nil)
-    }
-    shutDown()
-  }
-
   /// The connection is closing: every call, ping and handshake still waiting fails with the
   /// reason, and every later request fails at once.
   private func shutDown() {
     guard isOpen else { return }
     isOpen = false
     context = nil
+    output = nil
     _ = machine.connectionClosed()
     let ended = calls
     calls = [:]

@@ -46,6 +46,18 @@ final class FlushCoalescer {
     flush()
   }
 
+  /// Writes `data`, flushes, and closes the channel once the last of it is written (a GOAWAY
+  /// that must reach the peer before the close).
+  func close(after data: [NIOAny]) {
+    let channel = context.channel
+    guard let last = data.last else { return channel.close(promise: nil) }
+    for element in data.dropLast() { write(element) }
+    let written = context.eventLoop.makePromise(of: Void.self)
+    write(last, promise: written)
+    flush()
+    written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+  }
+
   /// Flushes the writes made so far, if any.
   func flush() {
     guard hasUnflushedWrites else { return }

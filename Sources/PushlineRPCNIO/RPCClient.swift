@@ -39,8 +39,8 @@ public enum RPCClient {
     do {
       connection = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
         .channelOption(.socketOption(.tcp_nodelay), value: 1)
-        .channelOption(.maxMessagesPerRead, value: 16)
-        .channelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2_048, maximum: 256 << 10))
+        .channelOption(.maxMessagesPerRead, value: ConnectionReads.maxMessagesPerRead)
+        .channelOption(.recvAllocator, value: ConnectionReads.receiveBuffers)
         .connect(host: host, port: port) { channel in
           channel.eventLoop.makeCompletedFuture {
             let handler = ClientConnectionHandler(configuration: configuration, ready: channel.eventLoop.makePromise())

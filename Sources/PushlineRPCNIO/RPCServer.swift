@@ -86,10 +86,8 @@ public struct RPCServer: Sendable {
       .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
       .serverChannelOption(.backlog, value: 256)
       .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-      // How much one wake-up reads: up to 16 reads into buffers growing to 256 KiB, rather than
-      // NIO's 4 and 64 KiB, so a busy connection costs fewer loop turns and flushes.
-      .childChannelOption(.maxMessagesPerRead, value: 16)
-      .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2_048, maximum: 256 << 10))
+      .childChannelOption(.maxMessagesPerRead, value: ConnectionReads.maxMessagesPerRead)
+      .childChannelOption(.recvAllocator, value: ConnectionReads.receiveBuffers)
       .bind(host: configuration.host, port: configuration.port) { channel in
         channel.eventLoop.makeCompletedFuture {
           try channel.pipeline.syncOperations.addHandlers([

@@ -166,7 +166,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
       case .pongReceived:
         break
       case .close(let elements):
-        close(after: elements)
+        output?.close(after: elements.map(wrapOutboundOut))
       }
     }
   }
@@ -244,21 +244,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
   }
 
-  private func close(after elements: [ConnectionElement]) {
-    guard let context, let output else { return }
-    guard let last = elements.last else { return context.close(promise: nil) }
-    for element in elements.dropLast() { output.write(wrapOutboundOut(element)) }
-    let written = context.eventLoop.makePromise(of: Void.self)
-    output.write(wrapOutboundOut(last), promise: written)
-    output.flush()
-    let channel = context.channel
-    written.futureResult.whenComplete { _ in channel.close(promise: nil) }
-  }
-
   /// The channel closed or the handler left it: every handler still running is cancelled.
   private func connectionEnded() {
     guard context != nil else { return }
     context = nil
+    output = nil
     graceTimer?.cancel()
     let ended = calls
     calls = [:]
