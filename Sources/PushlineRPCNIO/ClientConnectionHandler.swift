@@ -42,6 +42,14 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     /// responses of the current read burst.
     var received: [[UInt8]] = []
 
+    /// Keeps a response; true when it is the first of the burst on a stream (to hand over at
+    /// the burst's end).
+    mutating func receive(_ payload: [UInt8]) -> Bool {
+      received.append(payload)
+      guard case .stream = waiter else { return false }
+      return received.count == 1
+    }
+
     func fail(_ error: any Error) {
       deadline?.cancel()
       waiter.fail(error, after: received)
@@ -192,10 +200,8 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         return execute(machine.cancel(callID: callID))
       }
     }
-    // Appended in place: a copy of the call held across the append would copy the responses.
-    guard calls[callID] != nil else { return }
-    calls[callID]?.received.append(payload)
-    if case .stream = calls[callID]?.waiter, calls[callID]?.received.count == 1 { streamsWithPending.append(callID) }
+    // In place, through the dictionary's modify accessor: no copy of the call per message.
+    if calls[callID]?.receive(payload) == true { streamsWithPending.append(callID) }
   }
 
   private func handOverPendingResponses() {
