@@ -124,9 +124,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
   /// Writes a response message of `callID` (already compressed if `compressed`).
   func send(_ message: [UInt8], compressed: Bool, callID: UInt32) -> SendOutcome {
-    let actions = machine.send(message: message, compressed: compressed, callID: callID)
-    guard !actions.isEmpty, let context, let output else { return .callOver }
-    execute(actions)
+    guard let context, let output, let frame = machine.messageFrame(message, compressed: compressed, callID: callID) else {
+      return .callOver
+    }
+    output.write(wrapOutboundOut(.frame(frame)))
     guard !context.channel.isWritable else { return .sent }
     output.flush()
     return context.channel.isWritable ? .sentAndFlushed : .sentMustWait
