@@ -1,4 +1,4 @@
-import PushlineRPC
+public import PushlineRPC
 public import PushlineWire
 
 /// The responses of a server-streaming call, decoded as they arrive.
@@ -9,17 +9,26 @@ public struct RPCResponseStream<Response: WireMessage>: AsyncSequence, Sendable 
   public typealias Element = Response
 
   /// The responses in the batches the connection hands over, one per read burst.
-  let raw: AsyncThrowingStream<[[UInt8]], any Error>
+  @usableFromInline let raw: AsyncThrowingStream<[[UInt8]], any Error>
+
+  init(raw: AsyncThrowingStream<[[UInt8]], any Error>) {
+    self.raw = raw
+  }
 
   /// Iterates the responses, decoding each as it is reached.
   public struct AsyncIterator: AsyncIteratorProtocol {
-    var raw: AsyncThrowingStream<[[UInt8]], any Error>.AsyncIterator
-    var batch: [[UInt8]] = []
-    var position = 0
+    @usableFromInline var raw: AsyncThrowingStream<[[UInt8]], any Error>.AsyncIterator
+    @usableFromInline var batch: [[UInt8]] = []
+    @usableFromInline var position = 0
+
+    @usableFromInline init(raw: AsyncThrowingStream<[[UInt8]], any Error>.AsyncIterator) {
+      self.raw = raw
+    }
 
     /// The next response, `nil` once the call has ended OK.
     ///
     /// - Throws: ``RPCError`` with the call's status, or INTERNAL for a response that does not decode.
+    @inlinable  // Specialised in the caller's module: the decoding is not dispatched generically.
     public mutating func next() async throws -> Response? {
       while position == batch.count {
         guard let next = try await raw.next() else { return nil }
@@ -35,5 +44,6 @@ public struct RPCResponseStream<Response: WireMessage>: AsyncSequence, Sendable 
   }
 
   /// An iterator over the responses.
+  @inlinable
   public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(raw: raw.makeAsyncIterator()) }
 }
