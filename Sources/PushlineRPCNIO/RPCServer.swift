@@ -10,7 +10,8 @@ public import PushlineRPC
 /// runs in a task of its own (so that the call can be cancelled alone) that prefers the
 /// connection's event loop as its executor, so responses are written without a hop (see
 /// `ServerConnectionHandler`). Handlers therefore start on the event loop: one that computes
-/// for long should move that work elsewhere. A connection that breaks the protocol gets a
+/// for long should move that work elsewhere. A response written from another executor (an
+/// actor's, say) is correct too, but costs a hop to the loop per message. A connection that breaks the protocol gets a
 /// GOAWAY naming the violation and is closed; every other connection keeps being served.
 public struct RPCServer: Sendable {
   /// Where to listen and how each connection behaves.

@@ -106,7 +106,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   }
 
   func channelWritabilityChanged(context: ChannelHandlerContext) {
-    if context.channel.isWritable { resumeWriters(with: .success(())) }
+    if context.channel.isWritable { resumeWriters() }
     context.fireChannelWritabilityChanged()
   }
 
@@ -238,10 +238,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     call.writer?.resume(throwing: CallResponder.callOver)
   }
 
-  private func resumeWriters(with result: Result<Void, any Error>) {
+  /// The channel is writable again: every waiting writer goes on.
+  private func resumeWriters() {
     for (callID, call) in calls where call.writer != nil {
       calls[callID]?.writer = nil
-      call.writer?.resume(with: result)
+      call.writer?.resume()
     }
   }
 
