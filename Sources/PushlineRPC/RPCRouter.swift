@@ -7,8 +7,9 @@ public import PushlineWire
 /// with that status; cancellation with CANCELLED; any other error with UNKNOWN.
 public struct RPCRouter: Sendable {
   /// Sends one response message of a call. It returns once the transport has taken the
-  /// message (the connection can take more bytes), so a handler that streams cannot outrun a
-  /// slow client; it throws CANCELLED once the call is over.
+  /// message — at once while the connection can take more bytes, later when its outbound buffer
+  /// is full — so a handler that streams cannot outrun a slow client; it throws CANCELLED once
+  /// the call is over.
   public typealias ResponseSink = @Sendable (_ message: [UInt8]) async throws -> Void
 
   /// A method's handler over raw bytes: the transport's view of every registered method. It

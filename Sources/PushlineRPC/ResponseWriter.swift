@@ -2,12 +2,15 @@ public import PushlineWire
 
 /// Writes the response messages of a server-streaming call.
 public struct ResponseWriter<Response: WireMessage>: Sendable {
-  let sink: RPCRouter.ResponseSink
+  @usableFromInline let sink: RPCRouter.ResponseSink
 
-  /// Sends `response`, returning once the connection has taken it: a slow client makes the
-  /// handler wait rather than the server's memory grow.
+  /// Sends `response`, returning once the connection has taken it: at once while the
+  /// connection's outbound buffer has room, suspending while it is full. A slow client makes
+  /// the handler wait rather than the server's memory grow — and a handler that must not wait
+  /// (a fan-out) can coalesce what it still has to send while this call is suspended.
   ///
   /// - Throws: ``RPCError`` CANCELLED once the call is over (the client cancelled or left).
+  @inlinable  // Specialised in the handler's module: no generic dispatch per message.
   public func write(_ response: Response) async throws {
     try await sink(response.serializedBytes())
   }

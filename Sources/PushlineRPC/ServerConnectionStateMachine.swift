@@ -251,10 +251,21 @@ public struct ServerConnectionStateMachine: Sendable {
 
   /// A handler produced a response message (already compressed if `compressed`).
   public mutating func send(message: [UInt8], compressed: Bool, callID: UInt32) -> [Action] {
-    guard case .open(var open) = state, open.calls[callID] != nil else { return [] }
+    messageFrame(message, compressed: compressed, callID: callID).map { [.write([.frame($0)])] } ?? []
+  }
+
+  /// The MESSAGE frame that carries a handler's response, or `nil` when the call is over: what
+  /// ``send(message:compressed:callID:)`` writes, for a transport that writes a stream's
+  /// responses one by one and would rather not build an array of actions for each.
+  public mutating func messageFrame(_ message: [UInt8], compressed: Bool, callID: UInt32) -> Frame? {
+    guard case .open(var open) = state, open.calls[callID] != nil else { return nil }
     open.pingsWithoutActivity = 0
     state = .open(open)
-    return [.write([.frame(Frame(kind: .message, callID: callID, payload: [compressed ? 1 : 0] + message))])]
+    var payload = [UInt8]()
+    payload.reserveCapacity(1 + message.count)
+    payload.append(compressed ? 1 : 0)
+    payload.append(contentsOf: message)
+    return Frame(kind: .message, callID: callID, payload: payload)
   }
 
   /// A handler finished: send its status, which ends the call.

@@ -8,7 +8,7 @@ public struct FrameEncoder: MessageToByteEncoder {
   /// An encoder.
   public init() {}
 
-  public func encode(data: ConnectionElement, out: inout ByteBuffer) throws {
+  public func encode(data: ConnectionElement, out: inout ByteBuffer) {
     switch data {
     case .preface(let preface):
       out.writeBytes(preface.bytes)

@@ -1,4 +1,4 @@
-import PushlineRPC
+public import PushlineRPC
 public import PushlineWire
 
 /// The responses of a server-streaming call, decoded as they arrive.
@@ -8,20 +8,42 @@ public import PushlineWire
 public struct RPCResponseStream<Response: WireMessage>: AsyncSequence, Sendable {
   public typealias Element = Response
 
-  let raw: AsyncThrowingStream<[UInt8], any Error>
+  /// The responses in the batches the connection hands over, one per read burst.
+  @usableFromInline let raw: AsyncThrowingStream<[[UInt8]], any Error>
 
+  init(raw: AsyncThrowingStream<[[UInt8]], any Error>) {
+    self.raw = raw
+  }
+
+  /// Iterates the responses, decoding each as it is reached.
   public struct AsyncIterator: AsyncIteratorProtocol {
-    var raw: AsyncThrowingStream<[UInt8], any Error>.AsyncIterator
+    @usableFromInline var raw: AsyncThrowingStream<[[UInt8]], any Error>.AsyncIterator
+    @usableFromInline var batch: [[UInt8]] = []
+    @usableFromInline var position = 0
 
+    @usableFromInline init(raw: AsyncThrowingStream<[[UInt8]], any Error>.AsyncIterator) {
+      self.raw = raw
+    }
+
+    /// The next response, `nil` once the call has ended OK.
+    ///
+    /// - Throws: ``RPCError`` with the call's status, or INTERNAL for a response that does not decode.
+    @inlinable  // Specialised in the caller's module: the decoding is not dispatched generically.
     public mutating func next() async throws -> Response? {
-      guard let bytes = try await raw.next() else { return nil }
+      while position == batch.count {
+        guard let next = try await raw.next() else { return nil }
+        (batch, position) = (next, 0)
+      }
+      position += 1
       do {
-        return try Response(serializedBytes: bytes)
+        return try Response(serializedBytes: batch[position - 1])
       } catch {
         throw RPCError(code: .internal, message: "a response does not decode: \(Response.protoName): \(error)")
       }
     }
   }
 
+  /// An iterator over the responses.
+  @inlinable
   public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(raw: raw.makeAsyncIterator()) }
 }

@@ -1,5 +1,4 @@
 import NIOCore
-import NIOPosix
 import PushlineRPC
 import PushlineRPCNIO
 import PushlineSchema
@@ -15,11 +14,13 @@ struct LoopbackTests {
   static let count = "/test.Echo/Count"
   static let hangStream = "/test.Echo/HangStream"
   static let countThenFail = "/test.Echo/CountThenFail"
+  static let big = "/test.Echo/Big"
 
   /// A server with an echo (uppercases the value), a method that always refuses, and one that
   /// reports on `hangs` when it starts, waits until it is cancelled, and reports that too.
   static func withServer(
-    hangs: AsyncStream<String>.Continuation? = nil, idleTimeout: Duration = .seconds(75), _ body: (Int) async throws -> Void
+    hangs: AsyncStream<String>.Continuation? = nil, idleTimeout: Duration = .seconds(75),
+    connection: ServerConnectionStateMachine.Configuration = .init(), _ body: (Int) async throws -> Void
   ) async throws {
     var router = RPCRouter()
     router.registerUnary(echo, request: MetadataEntry.self, response: MetadataEntry.self) { request, context in
@@ -52,7 +53,13 @@ struct LoopbackTests {
       try await writer.write(MetadataEntry(key: "1"))
       throw RPCError(code: .dataLoss, message: "lost the rest")
     }
-    let server = RPCServer(router: router, configuration: .init(port: 0, idleTimeout: idleTimeout))
+    // Answers with a value of as many bytes as the request's value says.
+    router.registerUnary(big, request: MetadataEntry.self, response: MetadataEntry.self) { request, _ in
+      var response = request
+      response.value = String(repeating: "b", count: Int(request.value ?? "0") ?? 0)
+      return response
+    }
+    let server = RPCServer(router: router, configuration: .init(port: 0, connection: connection, idleTimeout: idleTimeout))
     try await server.withRunningServer { address in try await body(address.port!) }
   }
 
@@ -220,15 +227,7 @@ struct LoopbackTests {
   @Test func aMisbehavingPeerIsCutOffWhileOthersAreServed() async throws {
     try await Self.withServer { port in
       try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
-        let raw = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port) { channel in
-          channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
-        }
-        let received = try await raw.executeThenClose { inbound, outbound in
-          try await outbound.write(ByteBuffer(string: "GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
-          var bytes = ByteBuffer()
-          for try await chunk in inbound { bytes.writeImmutableBuffer(chunk) }  // Until the server closes.
-          return bytes
-        }
+        let received = try await RawPeer.send(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8), to: port)
         #expect(received.getBytes(at: 0, length: 8) == Array("PUSHLINE".utf8))
         #expect(received.getInteger(at: ConnectionPreface.size + 3, as: UInt8.self) == FrameKind.goAway.rawValue)
         let still = try await connection.unary(Self.echo, request: MetadataEntry(key: "still"), response: MetadataEntry.self)
@@ -241,15 +240,7 @@ struct LoopbackTests {
   /// (the test waits for the server's EOF, not for a time).
   @Test func halfAFrameThenSilenceIsCutOffByTheIdleTimeout() async throws {
     try await Self.withServer(idleTimeout: .seconds(2)) { port in
-      let raw = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port) { channel in
-        channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
-      }
-      let received = try await raw.executeThenClose { inbound, outbound in
-        try await outbound.write(ByteBuffer(bytes: ConnectionPreface().bytes + [0x00, 0x00, 0x10, 0x00]))
-        var bytes = ByteBuffer()
-        for try await chunk in inbound { bytes.writeImmutableBuffer(chunk) }
-        return bytes
-      }
+      let received = try await RawPeer.send(ConnectionPreface().bytes + [0x00, 0x00, 0x10, 0x00], to: port)
       let frame = try #require(received.getBytes(at: 0, length: received.readableBytes))
       #expect(frame[3] == FrameKind.goAway.rawValue)
       let goAway = try GoAway(serializedBytes: Array(frame.dropFirst(FrameHeader.size)))

@@ -24,7 +24,8 @@ struct RPCBenchmarkServer: AsyncParsableCommand {
 }
 
 /// `pushline-bench rpc`: Pushline RPC against grpc-swift-2 (HTTP/2) on the same calls, each
-/// server in its own process, the client in this one, the implementations alternating.
+/// server in its own process, the client in this one, the implementations taking turns phase by
+/// phase (latency, throughput, then each stream).
 struct RPCBenchmark: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "rpc",
@@ -69,49 +70,66 @@ struct RPCBenchmark: AsyncParsableCommand {
     for implementation in implementations { servers[implementation] = try startServer(implementation) }
     defer { for server in servers.values { server.input.fileHandleForWriting.closeFile() } }
 
+    // Both clients stay connected and the implementations take turns phase by phase (stream by
+    // stream), so that load from elsewhere on the machine falls on both alike.
     var rows: [String: [String]] = [:]
     var cpuNotes: [String] = []
-    for implementation in implementations {
-      let port = servers[implementation]!.port
-      try await RPCBenchmarkPeers.withClient(implementation, port: port) { client in
-        for _ in 0..<500 { try await client.unary() }  // Warm up.
+    try await RPCBenchmarkPeers.withClient(implementations[0], port: servers[implementations[0]]!.port) { first in
+      try await RPCBenchmarkPeers.withClient(implementations[1], port: servers[implementations[1]]!.port) { second in
+        let clients = [implementations[0]: first, implementations[1]: second]
         let clock = ContinuousClock()
-        var latencies: [Duration] = []
-        latencies.reserveCapacity(latencyCalls)
-        for _ in 0..<latencyCalls {
-          let start = clock.now
-          try await client.unary()
-          latencies.append(clock.now - start)
-        }
-        latencies.sort()
-        let perCaller = throughputCalls / 64
-        let throughputStart = clock.now
-        try await withThrowingTaskGroup(of: Void.self) { group in
-          for _ in 0..<64 {
-            group.addTask { for _ in 0..<perCaller { try await client.unary() } }
+        var latencies: [String: [Duration]] = [:], callsPerSecond: [String: Double] = [:]
+        for implementation in implementations {
+          let client = clients[implementation]!
+          for _ in 0..<500 { try await client.unary() }  // Warm up.
+          var sample: [Duration] = []
+          sample.reserveCapacity(latencyCalls)
+          for _ in 0..<latencyCalls {
+            let start = clock.now
+            try await client.unary()
+            sample.append(clock.now - start)
           }
-          try await group.waitForAll()
+          latencies[implementation] = sample.sorted()
         }
-        let callsPerSecond = Double(perCaller * 64) / Self.seconds(clock.now - throughputStart)
-        var streamRates: [String] = []
-        var memory = ["\(servers[implementation]!.residentKiB / 1_024) MiB"]
-        var serverCPU = 0.0, clientCPU = 0.0
+        let perCaller = throughputCalls / 64
+        for implementation in implementations {
+          let client = clients[implementation]!
+          let throughputStart = clock.now
+          try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<64 {
+              group.addTask { for _ in 0..<perCaller { try await client.unary() } }
+            }
+            try await group.waitForAll()
+          }
+          callsPerSecond[implementation] = Double(perCaller * 64) / Self.seconds(clock.now - throughputStart)
+        }
+        var streamRates: [String: [String]] = [:], memory: [String: [String]] = [:]
+        var serverCPU: [String: Double] = [:], clientCPU: [String: Double] = [:]
+        for implementation in implementations { memory[implementation] = ["\(servers[implementation]!.residentKiB / 1_024) MiB"] }
         for _ in 0..<3 {
-          let start = clock.now
-          let (serverBefore, clientBefore) = (servers[implementation]!.cpuSeconds, Self.processCPUSeconds())
-          let received = try await client.stream(streamMessages)
-          precondition(received == streamMessages, "\(implementation) delivered \(received) of \(streamMessages)")
-          streamRates.append(Self.rate(Double(received) / Self.seconds(clock.now - start)))
-          serverCPU += servers[implementation]!.cpuSeconds - serverBefore
-          clientCPU += Self.processCPUSeconds() - clientBefore
-          memory.append("\(servers[implementation]!.residentKiB / 1_024) MiB")
+          for implementation in implementations {
+            let start = clock.now
+            let (serverBefore, clientBefore) = (servers[implementation]!.cpuSeconds, Self.processCPUSeconds())
+            let received = try await clients[implementation]!.stream(streamMessages)
+            precondition(received == streamMessages, "\(implementation) delivered \(received) of \(streamMessages)")
+            streamRates[implementation, default: []].append(Self.rate(Double(received) / Self.seconds(clock.now - start)))
+            serverCPU[implementation, default: 0] += servers[implementation]!.cpuSeconds - serverBefore
+            clientCPU[implementation, default: 0] += Self.processCPUSeconds() - clientBefore
+            memory[implementation]!.append("\(servers[implementation]!.residentKiB / 1_024) MiB")
+          }
         }
         let perMessage = Double(3 * streamMessages) / 1e6
-        cpuNotes.append(String(format: "%@ streaming CPU per message: server %.2f µs, client %.2f µs", implementation, serverCPU / perMessage, clientCPU / perMessage))
-        rows[implementation] = [
-          implementation, Self.milliseconds(latencies[latencies.count / 2]), Self.milliseconds(latencies[latencies.count * 99 / 100]),
-          Self.rate(callsPerSecond), streamRates.joined(separator: " / "), memory.joined(separator: " → "),
-        ]
+        for implementation in implementations {
+          let sorted = latencies[implementation]!
+          cpuNotes.append(String(
+            format: "%@ streaming CPU per message: server %.2f µs, client %.2f µs", implementation,
+            serverCPU[implementation]! / perMessage, clientCPU[implementation]! / perMessage))
+          rows[implementation] = [
+            implementation, Self.milliseconds(sorted[sorted.count / 2]), Self.milliseconds(sorted[sorted.count * 99 / 100]),
+            Self.rate(callsPerSecond[implementation]!), streamRates[implementation]!.joined(separator: " / "),
+            memory[implementation]!.joined(separator: " → "),
+          ]
+        }
       }
     }
     print("rpc benchmark: loopback, servers in their own processes, 200-byte messages; release build")
@@ -124,6 +142,8 @@ struct RPCBenchmark: AsyncParsableCommand {
     let pushline = rows["pushline"]!, grpc = rows["grpc-swift-2"]!
     print("")
     print("Pushline ÷ grpc-swift-2, unary calls/s: \(Self.ratio(pushline[3], grpc[3]))")
+    let streamRatios = zip(pushline[4].split(separator: " / "), grpc[4].split(separator: " / ")).map { Self.ratio(String($0), String($1)) }
+    print("Pushline ÷ grpc-swift-2, stream msgs/s: \(streamRatios.joined(separator: " / "))")
     for note in cpuNotes { print(note) }
   }
 

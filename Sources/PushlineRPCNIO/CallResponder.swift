@@ -1,0 +1,59 @@
+import NIOCore
+import PushlineRPC
+import PushlineSchema
+
+/// A call handler's way back to its connection: it hands response messages and the final
+/// status to the ``ServerConnectionHandler`` on the connection's event loop.
+///
+/// Handlers run with the event loop as their executor preference, so the common case is a
+/// direct call on the loop: a response is written without a hop and ``send(_:)`` returns at
+/// once. When the channel's buffer is full, ``send(_:)`` suspends until it drains; from any
+/// other executor (a handler that detached), it hops to the loop first.
+struct CallResponder: Sendable {
+  /// What a write into a call that is over throws.
+  static let callOver = RPCError(code: .cancelled, message: "the call is over")
+
+  let connection: NIOLoopBound<ServerConnectionHandler>
+  let callID: UInt32
+  /// Whether the connection agreed on deflate: messages from ``Deflate/threshold`` bytes are
+  /// then compressed, here in the handler's task.
+  let compresses: Bool
+
+  /// Sends one response message; the contract of ``RPCRouter/ResponseSink``.
+  func send(_ message: [UInt8]) async throws {
+    let compressed = compresses && message.count >= Deflate.threshold
+    let bytes = compressed ? Deflate.compress(message) : message
+    guard connection.eventLoop.inEventLoop else {
+      return try await withCheckedThrowingContinuation { written in
+        connection.eventLoop.execute { resolve(connection.value.send(bytes, compressed: compressed, callID: callID), written) }
+      }
+    }
+    switch connection.value.send(bytes, compressed: compressed, callID: callID) {
+    case .sent:
+      return
+    case .sentAndFlushed:
+      await Task.yield()  // Let the loop read and serve its other channels before writing on.
+    case .sentMustWait:
+      try await withCheckedThrowingContinuation { connection.value.waitUntilWritable(callID: callID, $0) }
+    case .callOver:
+      throw Self.callOver
+    }
+  }
+
+  /// Ends the call with `status`.
+  func finish(status: CallStatus) {
+    guard connection.eventLoop.inEventLoop else {
+      return connection.eventLoop.execute { [connection, callID] in connection.value.finish(callID: callID, status: status) }
+    }
+    connection.value.finish(callID: callID, status: status)
+  }
+
+  /// Resumes `written` as `outcome` says: at once, after the channel drains, or with CANCELLED.
+  private func resolve(_ outcome: ServerConnectionHandler.SendOutcome, _ written: CheckedContinuation<Void, any Error>) {
+    switch outcome {
+    case .sent, .sentAndFlushed: written.resume()
+    case .sentMustWait: connection.value.waitUntilWritable(callID: callID, written)
+    case .callOver: written.resume(throwing: Self.callOver)
+    }
+  }
+}

@@ -1,0 +1,256 @@
+import NIOCore
+import PushlineRPC
+import PushlineSchema
+import PushlineWire
+
+/// The client's side of one connection on its event loop: it drives a
+/// ``ClientConnectionStateMachine`` with the frames read and with the calls ``RPCConnection``
+/// starts, and holds the continuations of the callers waiting on it.
+///
+/// Callers reach it with one `EventLoop.execute` per call start (none when they already run on
+/// the loop). Its writes are flushed once per burst (``FlushCoalescer``). A server stream's
+/// responses are handed to its consumer once per read burst, as one batch, rather than one
+/// wake-up per message; they are buffered on the client until consumed.
+final class ClientConnectionHandler: ChannelInboundHandler {
+  typealias InboundIn = ConnectionElement
+  typealias OutboundOut = ConnectionElement
+
+  /// Who waits for a call's outcome.
+  enum Waiter {
+    /// A unary caller.
+    case unary(CheckedContinuation<[UInt8], any Error>)
+    /// A stream's consumer, which receives the responses in batches.
+    case stream(AsyncThrowingStream<[[UInt8]], any Error>.Continuation)
+
+    /// Ends the call with `error`; a stream's consumer first gets the `received` responses.
+    func fail(_ error: any Error, after received: [[UInt8]] = []) {
+      switch self {
+      case .unary(let continuation):
+        continuation.resume(throwing: error)
+      case .stream(let continuation):
+        if !received.isEmpty { continuation.yield(received) }
+        continuation.finish(throwing: error)
+      }
+    }
+  }
+
+  private struct Call {
+    var handle: RPCConnection.CallHandle
+    var waiter: Waiter
+    var deadline: Scheduled<Void>?
+    /// Responses read and not handed over yet: a unary call's response, or a stream's
+    /// responses of the current read burst.
+    var received: [[UInt8]] = []
+
+    /// Keeps a response; true when it is the first of the burst on a stream (to hand over at
+    /// the burst's end).
+    mutating func receive(_ payload: [UInt8]) -> Bool {
+      received.append(payload)
+      guard case .stream = waiter else { return false }
+      return received.count == 1
+    }
+
+    func fail(_ error: any Error) {
+      deadline?.cancel()
+      waiter.fail(error, after: received)
+    }
+  }
+
+  private var machine: ClientConnectionStateMachine
+  private let ready: EventLoopPromise<ClientConnectionStateMachine.Server>
+  private var server: ClientConnectionStateMachine.Server?
+  private var isOpen = true
+  private var context: ChannelHandlerContext?
+  private var output: FlushCoalescer?
+  private var calls: [UInt32: Call] = [:]
+  /// Streams with responses read in the current burst.
+  private var streamsWithPending: [UInt32] = []
+  private var pings: [[UInt8]: CheckedContinuation<Void, any Error>] = [:]
+  private var closedReason = RPCError(code: .unavailable, message: "the connection closed")
+
+  /// A handler for a connection offering `configuration`; `ready` completes with the handshake.
+  init(configuration: ClientConnectionStateMachine.Configuration, ready: EventLoopPromise<ClientConnectionStateMachine.Server>) {
+    machine = ClientConnectionStateMachine(configuration: configuration)
+    self.ready = ready
+  }
+
+  // MARK: Channel events
+
+  func handlerAdded(context: ChannelHandlerContext) {
+    self.context = context
+    output = FlushCoalescer(context: context)
+    if context.channel.isActive { execute(machine.start()) }
+  }
+
+  func handlerRemoved(context: ChannelHandlerContext) {
+    shutDown()
+  }
+
+  func channelActive(context: ChannelHandlerContext) {
+    execute(machine.start())
+    context.fireChannelActive()
+  }
+
+  func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    output?.readStarted()
+    let element = unwrapInboundIn(data)
+    if server == nil, case .frame(let frame) = element, frame.kind == .goAway, let goAway = try? GoAway(serializedBytes: frame.payload) {
+      closedReason = RPCError(code: .unavailable, message: "the server refused the connection: \(goAway.message ?? "")")
+    }
+    execute(machine.received(element))
+  }
+
+  func channelReadComplete(context: ChannelHandlerContext) {
+    handOverPendingResponses()
+    output?.readCompleted()
+    context.fireChannelReadComplete()
+  }
+
+  func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    guard let violation = error as? ProtocolViolation else {
+      context.close(promise: nil)
+      return
+    }
+    guard isOpen else { return }
+    closedReason = RPCError(code: .internal, message: "the server broke the protocol: \(violation)")
+    execute(machine.receivedViolation(violation))
+    shutDown()
+  }
+
+  func channelInactive(context: ChannelHandlerContext) {
+    shutDown()
+    context.fireChannelInactive()
+  }
+
+  // MARK: Input from the callers (on the event loop)
+
+  /// Starts a call unless the connection is closed or the caller has already cancelled.
+  func startCall(
+    _ handle: RPCConnection.CallHandle, method: String, request: [UInt8], timeout: Duration?, _ waiter: Waiter
+  ) {
+    guard isOpen, let context else { return waiter.fail(closedReason) }
+    guard !handle.isCancelled else { return waiter.fail(RPCError(code: .cancelled, message: "cancelled by the client")) }
+    var start = CallStart(method: method)
+    start.timeoutMillis = timeout.map {
+      UInt32(clamping: $0.components.seconds * 1_000 + $0.components.attoseconds / 1_000_000_000_000_000)
+    }
+    let (callID, actions) = machine.startCall(start)
+    guard let callID else { return waiter.fail(closedReason) }
+    handle.callID = callID
+    // The client enforces the deadline too: the server's STATUS may never arrive.
+    let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+    let deadline = timeout.map { timeout in
+      context.eventLoop.scheduleTask(in: TimeAmount(timeout)) { handler.value.deadlinePassed(callID: callID) }
+    }
+    calls[callID] = Call(handle: handle, waiter: waiter, deadline: deadline)
+    let compressed = server?.compression == .deflate && request.count >= Deflate.threshold
+    let message = compressed ? Deflate.compress(request) : request
+    execute(actions + machine.send(message: message, compressed: compressed, callID: callID) + machine.halfClose(callID: callID))
+  }
+
+  /// The caller abandoned its call: CANCEL to the server.
+  func cancel(_ handle: RPCConnection.CallHandle) {
+    guard isOpen, let callID = handle.callID, calls[callID] != nil else { return }
+    execute(machine.cancel(callID: callID))
+  }
+
+  /// Sends a PING with `payload` and resumes `pong` when its PONG arrives.
+  func ping(payload: [UInt8], _ pong: CheckedContinuation<Void, any Error>) {
+    guard isOpen, server != nil else { return pong.resume(throwing: closedReason) }
+    pings[payload] = pong
+    execute(machine.ping(payload: payload))
+  }
+
+  /// Completes once the handshake is done (or fails with the reason the connection closed).
+  var handshake: EventLoopFuture<ClientConnectionStateMachine.Server> { ready.futureResult }
+
+  // MARK: Actions
+
+  private func execute(_ actions: [ClientConnectionStateMachine.Action]) {
+    for action in actions {
+      switch action {
+      case .write(let elements):
+        for element in elements { output?.write(wrapOutboundOut(element)) }
+      case .connectionReady(let settled):
+        server = settled
+        ready.succeed(settled)
+      case .deliverMessage(let callID, let payload, let compressed):
+        deliver(payload, compressed: compressed, callID: callID)
+      case .finishCall(let callID, let status):
+        finish(callID: callID, status: status)
+      case .pongReceived(let payload):
+        pings.removeValue(forKey: payload)?.resume()
+      case .goAwayReceived(let goAway):
+        closedReason = RPCError(
+          code: .unavailable, message: goAway.message ?? "the server went away", retryAfterMillis: goAway.retryAfterMillis)
+      case .close(let elements):
+        output?.close(after: elements.map(wrapOutboundOut))
+        shutDown()
+      }
+    }
+  }
+
+  private func deliver(_ payload: [UInt8], compressed: Bool, callID: UInt32) {
+    var payload = payload
+    if compressed, let server {
+      do throws(RPCError) {
+        payload = try Deflate.decompress(payload, limit: server.limits.maxMessageSize)
+      } catch {
+        calls.removeValue(forKey: callID)?.fail(error)
+        return execute(machine.cancel(callID: callID))
+      }
+    }
+    // In place, through the dictionary's modify accessor: no copy of the call per message.
+    if calls[callID]?.receive(payload) == true { streamsWithPending.append(callID) }
+  }
+
+  private func handOverPendingResponses() {
+    for callID in streamsWithPending {
+      guard let call = calls[callID], case .stream(let continuation) = call.waiter, !call.received.isEmpty else { continue }
+      calls[callID]?.received = []
+      continuation.yield(call.received)
+    }
+    streamsWithPending.removeAll(keepingCapacity: true)
+  }
+
+  private func finish(callID: UInt32, status: CallStatus) {
+    guard let call = calls.removeValue(forKey: callID) else { return }
+    guard status.code == StatusCode.ok.rawValue else { return call.fail(RPCError(status: status)) }
+    call.deadline?.cancel()
+    switch call.waiter {
+    case .unary(let continuation):
+      guard let response = call.received.last else {
+        return continuation.resume(throwing: RPCError(code: .internal, message: "the call ended OK without a response"))
+      }
+      continuation.resume(returning: response)
+    case .stream(let continuation):
+      if !call.received.isEmpty { continuation.yield(call.received) }
+      continuation.finish()
+    }
+  }
+
+  private func deadlinePassed(callID: UInt32) {
+    guard isOpen, let call = calls.removeValue(forKey: callID) else { return }
+    call.fail(RPCError(code: .deadlineExceeded, message: "the call's deadline passed"))
+    execute(machine.cancel(callID: callID))
+  }
+
+  /// The connection is closing: every call, ping and handshake still waiting fails with the
+  /// reason, and every later request fails at once.
+  private func shutDown() {
+    guard isOpen else { return }
+    isOpen = false
+    context = nil
+    output = nil
+    _ = machine.connectionClosed()
+    let ended = calls
+    calls = [:]
+    for call in ended.values { call.fail(closedReason) }
+    if server == nil { ready.fail(closedReason) }
+    for ping in pings.values { ping.resume(throwing: closedReason) }
+    pings = [:]
+  }
+}
+
+@available(*, unavailable)
+extension ClientConnectionHandler: Sendable {}

@@ -1,0 +1,117 @@
+import NIOCore
+import PushlineRPC
+import PushlineSchema
+public import PushlineWire
+import Synchronization
+
+/// One client connection: start calls on it from any task.
+///
+/// Each call reaches the connection's event loop with one `EventLoop.execute` (none from a
+/// task already running there); the caller's task is resumed once, with the call's outcome —
+/// or, for a stream, once per batch of responses read together.
+public final class RPCConnection: Sendable {
+  /// Links a caller's task to its call, so that a cancellation that races the call's start
+  /// is seen either way: before the start (the call never starts) or after (a CANCEL is sent).
+  final class CallHandle: Sendable {
+    private struct State {
+      var isCancelled = false
+      var callID: UInt32?
+    }
+
+    private let state = Mutex(State())
+
+    /// Whether the caller has cancelled.
+    var isCancelled: Bool { state.withLock { $0.isCancelled } }
+
+    /// The call's id once it has started.
+    var callID: UInt32? {
+      get { state.withLock { $0.callID } }
+      set { state.withLock { $0.callID = newValue } }
+    }
+
+    /// Records the caller's cancellation.
+    func cancel() {
+      state.withLock { $0.isCancelled = true }
+    }
+  }
+
+  private let channel: any Channel
+  private let handler: NIOLoopBound<ClientConnectionHandler>
+
+  init(channel: any Channel, handler: NIOLoopBound<ClientConnectionHandler>) {
+    self.channel = channel
+    self.handler = handler
+  }
+
+  /// Waits for the handshake and returns what it settled.
+  func ready() async throws -> ClientConnectionStateMachine.Server {
+    try await withCheckedThrowingContinuation { settled in
+      onLoop { $0.handshake.whenComplete { settled.resume(with: $0) } }
+    }
+  }
+
+  /// Closes the connection: calls still open end UNAVAILABLE.
+  func close() async {
+    try? await channel.close()
+  }
+
+  /// Makes a unary call: one request, one response.
+  ///
+  /// Cancelling the calling task cancels the call (a CANCEL frame to the server).
+  /// - Throws: ``RPCError`` with the call's status when it does not end with OK.
+  public func unary<Request: WireMessage, Response: WireMessage>(
+    _ method: String, request: Request, response: Response.Type, timeout: Duration? = nil
+  ) async throws -> Response {
+    let handle = CallHandle()
+    let request = request.serializedBytes()
+    let bytes = try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { continuation in
+        onLoop { $0.startCall(handle, method: method, request: request, timeout: timeout, .unary(continuation)) }
+      }
+    } onCancel: {
+      cancel(handle)
+    }
+    do {
+      return try Response(serializedBytes: bytes)
+    } catch {
+      throw RPCError(code: .internal, message: "the response does not decode: \(Response.protoName): \(error)")
+    }
+  }
+
+  /// Makes a server-streaming call: one request, then the responses as they arrive.
+  ///
+  /// The sequence ends when the server ends the call with OK, and throws ``RPCError`` with the
+  /// status otherwise. Abandoning the iteration (or cancelling the iterating task) cancels the
+  /// call. Responses are buffered on the client as they arrive.
+  public func serverStreaming<Request: WireMessage, Response: WireMessage>(
+    _ method: String, request: Request, response: Response.Type, timeout: Duration? = nil
+  ) -> RPCResponseStream<Response> {
+    let handle = CallHandle()
+    let (stream, continuation) = AsyncThrowingStream<[[UInt8]], any Error>.makeStream()
+    continuation.onTermination = { termination in
+      if case .cancelled = termination { self.cancel(handle) }
+    }
+    let request = request.serializedBytes()
+    onLoop { $0.startCall(handle, method: method, request: request, timeout: timeout, .stream(continuation)) }
+    return RPCResponseStream(raw: stream)
+  }
+
+  /// Sends a PING and waits for its PONG: a round trip through the server's connection.
+  public func ping() async throws {
+    let payload = (0..<8).map { _ in UInt8.random(in: 0...255) }
+    try await withCheckedThrowingContinuation { pong in onLoop { $0.ping(payload: payload, pong) } }
+  }
+
+  private func cancel(_ handle: CallHandle) {
+    handle.cancel()
+    onLoop { $0.cancel(handle) }
+  }
+
+  /// Runs `body` with the connection's handler on its event loop: at once when already there.
+  private func onLoop(_ body: @escaping @Sendable (ClientConnectionHandler) -> Void) {
+    guard handler.eventLoop.inEventLoop else {
+      return handler.eventLoop.execute { [handler] in body(handler.value) }
+    }
+    body(handler.value)
+  }
+}

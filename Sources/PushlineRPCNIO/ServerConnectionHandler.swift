@@ -1,0 +1,266 @@
+import Foundation
+import NIOCore
+import PushlineRPC
+import PushlineSchema
+
+/// Serves one connection on its event loop: it drives a ``ServerConnectionStateMachine`` with
+/// the frames read and executes the machine's actions there, with no task or actor between the
+/// socket and the machine.
+///
+/// Each call's handler runs in a task of its own (so that a CANCEL or a deadline stops it
+/// alone) whose executor preference is the connection's event loop: a handler's response is
+/// written by a plain call on the loop (``CallResponder``), and its status when it returns.
+/// Writes are not flushed one by one but once per burst (``FlushCoalescer``).
+///
+/// Backpressure: a response is written at once while the channel is writable. A write that
+/// fills the channel's buffer (its high watermark) flushes; if the buffer is still full, the
+/// writer waits until `channelWritabilityChanged` reports it writable again, so a slow reader
+/// makes its handlers wait rather than the server's memory grow.
+///
+/// A graceful shutdown arrives as the inbound user event ``ShutDown``: GOAWAY, then the grace
+/// period, then the handlers still running are cancelled.
+final class ServerConnectionHandler: ChannelInboundHandler {
+  typealias InboundIn = ConnectionElement
+  typealias OutboundOut = ConnectionElement
+
+  /// The inbound user event that begins a graceful shutdown of the connection.
+  struct ShutDown: Sendable {}
+
+  /// What became of a response message handed to ``send(_:compressed:callID:)``.
+  enum SendOutcome {
+    /// Written; the channel takes more.
+    case sent
+    /// Written, and it filled the channel's buffer, which was flushed and drained at once: the
+    /// writer should let the loop turn (read, serve other calls) before writing more.
+    case sentAndFlushed
+    /// Written, and the channel's buffer is full: wait for ``waitUntilWritable(callID:_:)``.
+    case sentMustWait
+    /// Not written: the call is over.
+    case callOver
+  }
+
+  /// A call between its start and its end.
+  private struct Call {
+    var context: ServerContext
+    var handler: RPCRouter.Handler
+    var requests: [[UInt8]] = []
+    var task: Task<Void, Never>?
+    var deadline: Scheduled<Void>?
+    /// A streaming handler's write waiting for the channel to become writable.
+    var writer: CheckedContinuation<Void, any Error>?
+  }
+
+  private var machine: ServerConnectionStateMachine
+  private let router: RPCRouter
+  private let gracePeriod: TimeAmount
+  private var peer: ServerConnectionStateMachine.Peer?
+  private var calls: [UInt32: Call] = [:]
+  /// Set while the handler is in an active channel's pipeline.
+  private var context: ChannelHandlerContext?
+  private var output: FlushCoalescer?
+  private var executor: EventLoopTaskExecutor?
+  private var graceTimer: Scheduled<Void>?
+
+  /// A handler serving `router`'s methods under `configuration`; on shutdown, calls in
+  /// progress get `gracePeriod` to finish.
+  init(router: RPCRouter, configuration: ServerConnectionStateMachine.Configuration, gracePeriod: TimeAmount) {
+    machine = ServerConnectionStateMachine(configuration: configuration)
+    self.router = router
+    self.gracePeriod = gracePeriod
+  }
+
+  // MARK: Channel events
+
+  func handlerAdded(context: ChannelHandlerContext) {
+    self.context = context
+    output = FlushCoalescer(context: context)
+    executor = EventLoopTaskExecutor(context.eventLoop)
+  }
+
+  func handlerRemoved(context: ChannelHandlerContext) {
+    connectionEnded()
+  }
+
+  func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    output?.readStarted()
+    let element = unwrapInboundIn(data)
+    execute(machine.received(element, serverTimeMillis: Int64(Date().timeIntervalSince1970 * 1_000)))
+  }
+
+  func channelReadComplete(context: ChannelHandlerContext) {
+    output?.readCompleted()
+    context.fireChannelReadComplete()
+  }
+
+  func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    guard let violation = error as? ProtocolViolation else {
+      context.close(promise: nil)
+      return
+    }
+    execute(machine.receivedViolation(violation))
+  }
+
+  func channelInactive(context: ChannelHandlerContext) {
+    connectionEnded()
+    context.fireChannelInactive()
+  }
+
+  func channelWritabilityChanged(context: ChannelHandlerContext) {
+    if context.channel.isWritable { resumeWriters() }
+    context.fireChannelWritabilityChanged()
+  }
+
+  func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    guard event is ShutDown else { return context.fireUserInboundEventTriggered(event) }
+    execute(machine.shutDown())
+    guard self.context != nil, graceTimer == nil else { return }
+    let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+    graceTimer = context.eventLoop.scheduleTask(in: gracePeriod) {
+      for callID in handler.value.calls.keys { handler.value.stopHandler(of: callID) }
+    }
+  }
+
+  // MARK: Input from the calls' handlers (on the event loop)
+
+  /// Writes a response message of `callID` (already compressed if `compressed`).
+  func send(_ message: [UInt8], compressed: Bool, callID: UInt32) -> SendOutcome {
+    guard let context, let output, let frame = machine.messageFrame(message, compressed: compressed, callID: callID) else {
+      return .callOver
+    }
+    output.write(wrapOutboundOut(.frame(frame)))
+    guard !context.channel.isWritable else { return .sent }
+    output.flush()
+    return context.channel.isWritable ? .sentAndFlushed : .sentMustWait
+  }
+
+  /// Resumes `writer` once the channel is writable, or throws CANCELLED when the call ends first.
+  func waitUntilWritable(callID: UInt32, _ writer: CheckedContinuation<Void, any Error>) {
+    guard let context, calls[callID] != nil else { return writer.resume(throwing: CallResponder.callOver) }
+    guard !context.channel.isWritable else { return writer.resume() }
+    calls[callID]?.writer = writer
+  }
+
+  /// A call's handler returned or threw: send the status that ends the call.
+  func finish(callID: UInt32, status: CallStatus) {
+    calls.removeValue(forKey: callID)?.deadline?.cancel()
+    execute(machine.finishCall(callID: callID, status: status))
+  }
+
+  // MARK: Actions
+
+  private func execute(_ actions: [ServerConnectionStateMachine.Action]) {
+    for action in actions {
+      switch action {
+      case .write(let elements):
+        for element in elements { output?.write(wrapOutboundOut(element)) }
+      case .connectionReady(let ready):
+        peer = ready
+      case .startCall(let callID, let start):
+        startCall(callID, start)
+      case .deliverMessage(let callID, let payload, let compressed):
+        deliver(payload, compressed: compressed, callID: callID)
+      case .deliverEndOfRequests(let callID):
+        runHandler(of: callID)
+      case .cancelCall(let callID):
+        if calls[callID] != nil { stopHandler(of: callID) }
+        calls.removeValue(forKey: callID)
+      case .pongReceived:
+        break
+      case .close(let elements):
+        output?.close(after: elements.map(wrapOutboundOut))
+      }
+    }
+  }
+
+  private func startCall(_ callID: UInt32, _ start: CallStart) {
+    guard let peer, let context else { return }
+    guard let (_, handler) = router.handler(for: start.method) else {
+      return finish(callID: callID, status: RPCError(code: .unimplemented, message: "no method \(start.method)").status)
+    }
+    var call = Call(context: ServerContext(peer: peer, start: start), handler: handler)
+    if let timeout = call.context.timeout {
+      // The deadline runs from the call's start, whatever the handler is doing.
+      let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+      call.deadline = context.eventLoop.scheduleTask(in: TimeAmount(timeout)) { handler.value.deadlinePassed(callID: callID) }
+    }
+    calls[callID] = call
+  }
+
+  private func deliver(_ payload: [UInt8], compressed: Bool, callID: UInt32) {
+    guard compressed, let peer else {
+      calls[callID]?.requests.append(payload)
+      return
+    }
+    do throws(RPCError) {
+      calls[callID]?.requests.append(try Deflate.decompress(payload, limit: peer.limits.maxMessageSize))
+    } catch {
+      stopHandler(of: callID)
+      finish(callID: callID, status: error.status)
+    }
+  }
+
+  private func runHandler(of callID: UInt32) {
+    guard let call = calls[callID], let context, let executor else { return }
+    guard call.requests.count == 1 else {
+      let refusal = RPCError(code: .invalidArgument, message: "the method takes one request, got \(call.requests.count)")
+      return finish(callID: callID, status: refusal.status)
+    }
+    let responder = CallResponder(
+      connection: NIOLoopBound(self, eventLoop: context.eventLoop), callID: callID,
+      compresses: call.context.peer.compression == .deflate)
+    let (request, handler, serverContext) = (call.requests[0], call.handler, call.context)
+    calls[callID]?.requests = []
+    calls[callID]?.task = Task(executorPreference: executor) {
+      let status: CallStatus
+      do {
+        try await handler(request, responder.send, serverContext)
+        status = CallStatus(code: StatusCode.ok.rawValue)
+      } catch {
+        status = (error as? RPCError ?? RPCError(code: .unknown, message: "\(error)")).status
+      }
+      responder.finish(status: status)
+    }
+  }
+
+  private func deadlinePassed(callID: UInt32) {
+    guard calls[callID] != nil else { return }
+    stopHandler(of: callID)
+    finish(callID: callID, status: RPCError(code: .deadlineExceeded, message: "the call's deadline passed").status)
+  }
+
+  /// Cancels a call's handler and its deadline, and fails a write it is waiting on; the call
+  /// stays registered until it is finished or removed.
+  private func stopHandler(of callID: UInt32) {
+    guard let call = calls[callID] else { return }
+    call.task?.cancel()
+    call.deadline?.cancel()
+    calls[callID]?.writer = nil
+    call.writer?.resume(throwing: CallResponder.callOver)
+  }
+
+  /// The channel is writable again: every waiting writer goes on.
+  private func resumeWriters() {
+    for (callID, call) in calls where call.writer != nil {
+      calls[callID]?.writer = nil
+      call.writer?.resume()
+    }
+  }
+
+  /// The channel closed or the handler left it: every handler still running is cancelled.
+  private func connectionEnded() {
+    guard context != nil else { return }
+    context = nil
+    output = nil
+    graceTimer?.cancel()
+    let ended = calls
+    calls = [:]
+    for call in ended.values {
+      call.task?.cancel()
+      call.deadline?.cancel()
+      call.writer?.resume(throwing: CallResponder.callOver)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension ServerConnectionHandler: Sendable {}

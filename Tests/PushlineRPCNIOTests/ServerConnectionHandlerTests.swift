@@ -1,0 +1,121 @@
+import NIOCore
+import NIOEmbedded
+import PushlineRPC
+@testable import PushlineRPCNIO
+import PushlineSchema
+import PushlineWire
+import Synchronization
+import Testing
+
+/// The server's channel handler on an EmbeddedChannel: call handlers run as tasks on the
+/// embedded loop's executor, so the test decides when they run (`embeddedEventLoop.run()`) and
+/// when the channel is writable.
+@Suite("Server connection handler on EmbeddedChannel")
+struct ServerConnectionHandlerTests {
+  static let stream = "/test.Stream/Count"
+  static let echo = "/test.Echo/Echo"
+
+  /// Counts the flushes that reach the head of the pipeline.
+  final class FlushCounter: ChannelOutboundHandler {
+    typealias OutboundIn = ConnectionElement
+    var flushes = 0
+
+    func flush(context: ChannelHandlerContext) {
+      flushes += 1
+      context.flush()
+    }
+  }
+
+  /// How many responses a handler has written, read from the test.
+  final class WriteCount: Sendable {
+    private let count = Mutex(0)
+    var value: Int { count.withLock { $0 } }
+    func increment() { count.withLock { $0 += 1 } }
+  }
+
+  /// A connected channel serving a stream of `value` responses and an echo, past its handshake;
+  /// `written` counts the responses the stream's handler has written.
+  static func channel(written: WriteCount? = nil) throws -> (EmbeddedChannel, FlushCounter) {
+    var router = RPCRouter()
+    router.registerServerStreaming(stream, request: MetadataEntry.self, response: MetadataEntry.self) { request, writer, _ in
+      for number in 1...(Int(request.value ?? "0") ?? 0) {
+        try await writer.write(MetadataEntry(key: "\(number)"))
+        written?.increment()
+      }
+    }
+    router.registerUnary(echo, request: MetadataEntry.self, response: MetadataEntry.self) { request, _ in request }
+    let channel = EmbeddedChannel()
+    let counter = FlushCounter()
+    try channel.pipeline.syncOperations.addHandlers([
+      counter, ServerConnectionHandler(router: router, configuration: .init(), gracePeriod: .seconds(10)),
+    ])
+    try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
+    try channel.writeInbound(ConnectionElement.preface(ConnectionPreface()))
+    try channel.writeInbound(Self.frame(.handshake, 0, ClientHello(minVersion: 1, maxVersion: 1).serializedBytes()))
+    #expect(try channel.readOutbound(as: ConnectionElement.self) == .preface(ConnectionPreface()))
+    #expect(try Self.readFrame(channel)?.kind == .handshake)
+    return (channel, counter)
+  }
+
+  static func frame(_ kind: FrameKind, _ callID: UInt32, _ payload: [UInt8] = []) -> ConnectionElement {
+    .frame(Frame(kind: kind, callID: callID, payload: payload))
+  }
+
+  /// The frames that start a call of `method` with a request whose value is `value`.
+  static func call(_ callID: UInt32, _ method: String, value: String) -> [ConnectionElement] {
+    var request = MetadataEntry(key: "k")
+    request.value = value
+    return [
+      frame(.callStart, callID, CallStart(method: method).serializedBytes()),
+      frame(.message, callID, [0] + request.serializedBytes()),
+      frame(.halfClose, callID),
+    ]
+  }
+
+  static func readFrame(_ channel: EmbeddedChannel) throws -> Frame? {
+    guard case .frame(let frame)? = try channel.readOutbound(as: ConnectionElement.self) else { return nil }
+    return frame
+  }
+
+  /// A stream's writer goes on while the channel is writable, waits from the write that finds
+  /// it full until it is writable again, then finishes.
+  @Test func aStreamingWriterWaitsWhileTheChannelIsNotWritable() throws {
+    let written = WriteCount()
+    let (channel, _) = try Self.channel(written: written)
+    channel.isWritable = false
+    for element in Self.call(1, Self.stream, value: "5") { try channel.writeInbound(element) }
+    channel.embeddedEventLoop.run()
+    // The first response is written, and its write waits for the channel.
+    #expect(written.value == 0)
+    #expect(try Self.readFrame(channel)?.kind == .message)
+    #expect(try Self.readFrame(channel) == nil)
+    channel.embeddedEventLoop.run()
+    #expect(written.value == 0)
+
+    channel.isWritable = true
+    channel.pipeline.fireChannelWritabilityChanged()
+    channel.embeddedEventLoop.run()
+    #expect(written.value == 5)
+    var kinds: [FrameKind] = []
+    while let frame = try Self.readFrame(channel) { kinds.append(frame.kind) }
+    #expect(kinds == [.message, .message, .message, .message, .status])
+  }
+
+  /// The responses of calls started in one read burst leave in one flush, after the handlers ran.
+  @Test func callsOfOneReadBurstAreFlushedOnce() throws {
+    let (channel, counter) = try Self.channel()
+    let flushesBefore = counter.flushes
+    for callID: UInt32 in 1...3 {
+      for element in Self.call(callID, Self.echo, value: "\(callID)") {
+        channel.pipeline.syncOperations.fireChannelRead(NIOAny(element))
+      }
+    }
+    channel.pipeline.syncOperations.fireChannelReadComplete()
+    channel.embeddedEventLoop.run()
+    #expect(counter.flushes == flushesBefore + 1)
+    var frames: [Frame] = []
+    while let frame = try Self.readFrame(channel) { frames.append(frame) }
+    #expect(frames.map(\.kind) == [.message, .status, .message, .status, .message, .status])
+    #expect(frames.map(\.callID) == [1, 1, 2, 2, 3, 3])
+  }
+}
