@@ -21,18 +21,23 @@ public final class TrackerDataManager: Sendable {
     public var disabledKinds: Set<PayloadKind>
     /// Offline this long, every card is marked stale.
     public var staleAfterOffline: Duration
+    /// The mode stream carries at most one value per interval while updates pour in (a
+    /// screen shows 60 frames a second; recomputing the modes for every update would cap the
+    /// rate the client can absorb). `modes` is always current.
+    public var minimumPublishInterval: Duration
     /// The client's wall clock, Unix milliseconds. Tests inject their own.
     public var nowMillis: @Sendable () -> Int64
 
     /// The built-in plugins, all enabled; cards stale after 30 s offline.
     public init(
       plugins: [any CardPlugin] = BuiltInPlugins.all, disabledKinds: Set<PayloadKind> = [],
-      staleAfterOffline: Duration = .seconds(30),
+      staleAfterOffline: Duration = .seconds(30), minimumPublishInterval: Duration = .milliseconds(16),
       nowMillis: @escaping @Sendable () -> Int64 = WallClock.systemMillis
     ) {
       self.plugins = plugins
       self.disabledKinds = disabledKinds
       self.staleAfterOffline = staleAfterOffline
+      self.minimumPublishInterval = minimumPublishInterval
       self.nowMillis = nowMillis
     }
   }
@@ -56,6 +61,7 @@ public final class TrackerDataManager: Sendable {
     var publishedGeneration = 0
     /// A task will publish the modes soon: applies in between only update the cache.
     var isPublishScheduled = false
+    var lastPublished = ContinuousClock.now
     var modeObservers: [Int: AsyncStream<TrackerModes>.Continuation] = [:]
     var bulletinObservers: [Int: AsyncStream<TrackerBulletin>.Continuation] = [:]
     var nextObserver = 0
@@ -147,6 +153,8 @@ public final class TrackerDataManager: Sendable {
     for bulletin in bulletins { for observer in bulletinObservers { observer.yield(bulletin) } }
     if schedule {
       Task {
+        let due = self.state.withLock { $0.lastPublished } + self.configuration.minimumPublishInterval
+        if due > ContinuousClock.now { try? await Task.sleep(until: due) }
         self.state.withLock { $0.isPublishScheduled = false }
         self.publish()
       }
@@ -206,6 +214,7 @@ public final class TrackerDataManager: Sendable {
       }
       state.modes = TrackerModes(status: status, browse: browse, privacy: state.privacy, connection: state.connection)
       state.publishedGeneration = max(state.publishedGeneration, generation)
+      state.lastPublished = .now
       return (state.modes, Array(state.modeObservers.values))
     }
     for observer in modeObservers { observer.yield(modes) }

@@ -62,7 +62,8 @@ struct ClientBenchmark: AsyncParsableCommand {
       for change in 0..<changesPerMessage {
         offsets[topicIndex] += 1
         let version = index * changesPerMessage + change
-        message.changes.append(CardChange(upserting: Self.card("c\(version % cardsPerTopic)", version: version), offset: offsets[topicIndex]))
+        let cardID = "c\(Int(offsets[topicIndex]) % cardsPerTopic)"  // each topic cycles through its cards
+        message.changes.append(CardChange(upserting: Self.card(cardID, version: version), offset: offsets[topicIndex]))
       }
       message.throughOffset = offsets[topicIndex]
       messages.append(message)
@@ -77,6 +78,7 @@ struct ClientBenchmark: AsyncParsableCommand {
       try cache.flush()
     }
     _ = modes
+    precondition(tracker.modes.browse.count == topics.count * cardsPerTopic, "the modes do not show every card")
     return Double(messages.count * changesPerMessage) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
   }
 
