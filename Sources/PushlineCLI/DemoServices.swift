@@ -57,12 +57,18 @@ struct DemoServices {
 
   private var nowSeconds: Int64 { nowMillis() / 1000 }
 
-  private func card(_ id: String, priority: Double, status: Double?, type: CardType, lifetime: Int64) -> TrackerCard {
+  /// A valid card of `type` living `lifetime` seconds, with the payload section `fill` sets.
+  private func card(
+    _ id: String, priority: Double, status: Double?, type: CardType, lifetime: Int64, _ fill: (inout TrackerCardPayload) -> Void
+  ) -> TrackerCard {
     var card = TrackerCard(cardID: id, priority: priority, isValid: true)
     card.cardType = type
     card.statusModePriority = status
     card.expiresAt = nowSeconds + lifetime
     card.lastUpdatedAt = nowSeconds
+    var payload = TrackerCardPayload()
+    fill(&payload)
+    card.payload = payload
     return card
   }
 
@@ -71,49 +77,36 @@ struct DemoServices {
   private func money(_ cents: Int64) -> Money { Money(currencyCode: "USD", minorUnits: cents) }
 
   private func lastTripCard(_ fare: Int64) -> TrackerCard {
-    var card = card("earnings/last-trip", priority: 30, status: 5, type: .browse, lifetime: 7200)
     var trip = TrackerRecentTripsCard(title: "Last trip")
     trip.formattedTotal = dollars(fare)
     trip.formattedRequestAt = TrackerView.clock(nowMillis())
-    card.payload = TrackerCardPayload()
-    card.payload?.trackerRecentTripsCard = trip
-    return card
+    return card("earnings/last-trip", priority: 30, status: 5, type: .browse, lifetime: 7200) { $0.trackerRecentTripsCard = trip }
   }
 
   private func tripBulletin(_ fare: Int64, trip: Int) -> TrackerCard {
-    var card = card("earnings/trip-bulletin", priority: 0, status: nil, type: .bulletin, lifetime: 60)
     var bulletin = TrackerRecentTripsCard(title: "Trip complete")
     bulletin.bulletinTitle = "Trip \(trip) complete"
     bulletin.formattedTotal = dollars(fare)
-    card.payload = TrackerCardPayload()
-    card.payload?.trackerRecentTripsCard = bulletin
-    return card
+    return card("earnings/trip-bulletin", priority: 0, status: nil, type: .bulletin, lifetime: 60) { $0.trackerRecentTripsCard = bulletin }
   }
 
   private func dailyCard(_ day: (cents: Int64, trips: Int)) -> TrackerCard {
-    var card = card("earnings/today", priority: 20, status: 10, type: .browse, lifetime: 86_400)
     var daily = TrackerDailyEarningsCard(title: "Today")
     daily.formattedTotal = dollars(day.cents)
     daily.total = money(day.cents)
     daily.tripCount = UInt32(day.trips)
-    card.payload = TrackerCardPayload()
-    card.payload?.trackerDailyEarningsCard = daily
-    return card
+    return card("earnings/today", priority: 20, status: 10, type: .browse, lifetime: 86_400) { $0.trackerDailyEarningsCard = daily }
   }
 
   private func weeklyCard(_ week: (cents: Int64, trips: Int)) -> TrackerCard {
-    var card = card("earnings/week", priority: 10, status: 1, type: .browse, lifetime: 86_400)
     var weekly = TrackerWeeklyEarningsCard(title: "This week")
     weekly.formattedTotal = dollars(week.cents)
     weekly.total = money(week.cents)
     weekly.tripCount = UInt32(week.trips)
-    card.payload = TrackerCardPayload()
-    card.payload?.trackerWeeklyEarningsCard = weekly
-    return card
+    return card("earnings/week", priority: 10, status: 1, type: .browse, lifetime: 86_400) { $0.trackerWeeklyEarningsCard = weekly }
   }
 
   private func questCard(_ quest: (number: Int, done: Int, target: Int)) -> TrackerCard {
-    var card = card("incentives/quest", priority: 25, status: 8, type: .browse, lifetime: 86_400)
     var progress = TrackerDxGyProgressCard(title: "Quest \(quest.number)")
     progress.questID = "quest-\(quest.number)"
     progress.completedTrips = UInt32(quest.done)
@@ -121,20 +114,17 @@ struct DemoServices {
     progress.reward = money(Int64(quest.target) * 250)
     progress.formattedReward = dollars(Int64(quest.target) * 250)
     progress.formattedDeadline = "ends 23:59"
-    card.payload = TrackerCardPayload()
-    card.payload?.trackerDxGyProgressCard = progress
-    return card
+    return card("incentives/quest", priority: 25, status: 8, type: .browse, lifetime: 86_400) { $0.trackerDxGyProgressCard = progress }
   }
 
   private func questCompletion(_ quest: (number: Int, done: Int, target: Int)) -> TrackerCard {
-    var card = card("incentives/quest-complete", priority: 0, status: nil, type: .bulletin, lifetime: 600)
     var done = TrackerDxGyCompletionCard(title: "Quest complete")
     done.questID = "quest-\(quest.number)"
     done.bulletinTitle = "Quest \(quest.number) complete!"
     done.formattedReward = dollars(Int64(quest.target) * 250)
     done.completedTrips = UInt32(quest.done)
-    card.payload = TrackerCardPayload()
-    card.payload?.trackerDxGyCompletionCard = done
-    return card
+    return card("incentives/quest-complete", priority: 0, status: nil, type: .bulletin, lifetime: 600) {
+      $0.trackerDxGyCompletionCard = done
+    }
   }
 }
