@@ -26,19 +26,9 @@ struct RPCTrackerConnector: TrackerConnector {
     }
 
     func updates(from positions: [TopicPosition]) -> AsyncThrowingStream<TopicUpdate, any Error> {
-      let responses = connection.serverStreaming(
-        BrokerService.subscribeMethod, request: SubscribeRequest(topics: positions), response: TopicUpdate.self)
-      return AsyncThrowingStream { continuation in
-        let task = Task {
-          do {
-            for try await update in responses { continuation.yield(update) }
-            continuation.finish()
-          } catch {
-            continuation.finish(throwing: error)
-          }
-        }
-        continuation.onTermination = { _ in task.cancel() }
-      }
+      .relaying(
+        connection.serverStreaming(
+          BrokerService.subscribeMethod, request: SubscribeRequest(topics: positions), response: TopicUpdate.self))
     }
   }
 }

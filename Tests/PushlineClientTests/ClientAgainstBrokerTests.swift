@@ -38,21 +38,9 @@ struct ClientAgainstBrokerTests {
         return try await inner.cards(in: topic)
       }
       func updates(from positions: [TopicPosition]) -> AsyncThrowingStream<TopicUpdate, any Error> {
-        let upstream = inner.updates(from: positions)
         let broker = self.broker
-        return AsyncThrowingStream { continuation in
-          let task = Task {
-            do {
-              for try await update in upstream {
-                if update.isSnapshot { broker.snapshots.withLock { $0 += 1 } }
-                continuation.yield(update)
-              }
-              continuation.finish()
-            } catch {
-              continuation.finish(throwing: error)
-            }
-          }
-          continuation.onTermination = { _ in task.cancel() }
+        return .relaying(inner.updates(from: positions)) { update in
+          if update.isSnapshot { broker.snapshots.withLock { $0 += 1 } }
         }
       }
     }

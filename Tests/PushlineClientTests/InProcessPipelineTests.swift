@@ -33,23 +33,12 @@ struct InProcessPipelineTests {
       var owner: Cutting
       func cards(in topic: String) async throws -> TopicUpdate { try await inner.cards(in: topic) }
       func updates(from positions: [TopicPosition]) -> AsyncThrowingStream<TopicUpdate, any Error> {
-        let upstream = inner.updates(from: positions)
-        let (budget, owner) = (budget, owner)
-        return AsyncThrowingStream { continuation in
-          let task = Task {
-            var left = budget
-            do {
-              for try await update in upstream {
-                if update.isSnapshot { owner.snapshots.withLock { $0 += 1 } }
-                continuation.yield(update)
-                left -= 1
-                if left == 0 { throw RPCError(code: .unavailable, message: "cut") }
-              }
-            } catch {
-              continuation.finish(throwing: error)
-            }
-          }
-          continuation.onTermination = { _ in task.cancel() }
+        let left = Mutex(budget)
+        let owner = self.owner
+        return .relaying(inner.updates(from: positions)) { update in
+          if update.isSnapshot { owner.snapshots.withLock { $0 += 1 } }
+          // The update at the end of the budget is the last one relayed.
+          if left.withLock({ $0 -= 1; return $0 }) < 0 { throw RPCError(code: .unavailable, message: "cut") }
         }
       }
     }
