@@ -25,10 +25,9 @@ public final class InMemoryBrokerStorage: BrokerStorage {
   public func commit(_ batch: StorageBatch) async throws {
     contents.withLock { contents in
       for changes in batch.topics {
-        var topic = contents.topics[changes.topic] ?? TopicState(name: changes.topic, epoch: changes.epoch)
-        topic.apply(changes.records)
-        topic.topOffset = max(topic.topOffset, changes.topOffset)
-        contents.topics[changes.topic] = topic
+        // In place: a copy of the topic would copy its whole card table on every commit.
+        contents.topics[changes.topic, default: TopicState(name: changes.topic, epoch: changes.epoch)].apply(changes.records)
+        contents.topics[changes.topic]!.topOffset = max(contents.topics[changes.topic]!.topOffset, changes.topOffset)
       }
       for prune in batch.prunes { contents.topics[prune.topic]?.apply(prune) }
       if let cutoff = batch.forgetPublishRecordsBeforeMillis {
