@@ -99,7 +99,7 @@ enum RPCBenchmarkPeers {
           }))
       }
     default:
-      let transport = try HTTP2ClientTransport.Posix(target: .ipv4(host: "127.0.0.1", port: port), transportSecurity: .plaintext)
+      let transport = try HTTP2ClientTransport.Posix(target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
       try await withGRPCClient(transport: transport) { client in
         let bytes = payload.serializedBytes()
         try await body(Client(
