@@ -70,6 +70,9 @@ struct BrokerBenchmark: AsyncParsableCommand {
             FileHandle.standardError.write(Data("[run \(run)] \(scenario.rawValue) on \(Self.brokerNames[broker]!) FAILED: \(error)\n".utf8))
           }
         }
+        // Each scenario's rows as soon as it is done, so an interrupted run still shows them.
+        print("\n[run \(run)] \(describe(scenario)):")
+        BrokerReport(brokers: brokerList, scenarios: [scenario], describe: describe).print(results)
       }
       print("\nRun \(run) of \(runs):")
       BrokerReport(brokers: brokerList, scenarios: scenarioList, describe: describe).print(results)
@@ -120,7 +123,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
     )
     print("nats-server publisher: one connection, PUBs written as fast as the socket takes them — fire-and-forget, no ack; its 'acks/s' is PUBs until the PONG after the last one")
     print("Pushline subscribers: one Subscribe call per connection, no compression offered; a subscriber is done when its position reaches the topic's last acknowledged offset, so changes coalesced away by the broker count as done and are reported as 'coalesced'")
-    print("nats-server: \(natsServerVersion()), core protocol, default settings")
+    print("\(natsServerVersion()), core protocol, default settings")
   }
 
   private func natsServerVersion() -> String {
@@ -129,7 +132,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
     process.arguments = ["--version"]
     let pipe = Pipe()
     process.standardOutput = pipe
-    guard (try? process.run()) != nil else { return "not found" }
+    guard (try? process.run()) != nil else { return "nats-server: not found" }
     process.waitUntilExit()
     return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
   }
@@ -149,6 +152,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
     defer { server.stop() }
     let ready = try server.line(startingWith: "PORT ", timeout: 30).split(separator: " ")
     guard ready.count >= 4, let port = Int(ready[1]), let pid = Int32(ready[3]) else { throw LoadError("bad broker-server output: \(ready)") }
+    server.adopt(pid)
 
     var arguments = [
       "broker-load", "--target", broker == "nats" ? "nats" : "pushline", "--port", "\(port)", "--broker-pid", "\(pid)",

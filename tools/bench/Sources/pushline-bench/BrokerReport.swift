@@ -84,5 +84,6 @@ struct BrokerReport {
     for line in table {
       Swift.print(zip(line, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  "))
     }
+    fflush(nil)  // into a file too, at once: an interrupted run keeps the tables printed so far
   }
 }

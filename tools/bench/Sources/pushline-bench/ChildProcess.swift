@@ -4,7 +4,7 @@ import Synchronization
 /// The broker benchmark's child processes (this executable re-executed): started with a
 /// timeout on everything read from them, registered so that an interrupted benchmark kills
 /// them, and killed when done. (Each child also exits when it sees its parent gone.)
-struct ChildProcess {
+final class ChildProcess {
   let process: Process
   let input: Pipe
   let output: Pipe
@@ -25,6 +25,12 @@ struct ChildProcess {
     let pid = process.processIdentifier
     live.withLock { _ = $0.insert(pid) }
     return ChildProcess(process: process, input: input, output: output)
+  }
+
+  private init(process: Process, input: Pipe, output: Pipe) {
+    self.process = process
+    self.input = input
+    self.output = output
   }
 
   /// Kills every live child: for SIGINT and SIGTERM.
@@ -68,11 +74,28 @@ struct ChildProcess {
     return line
   }
 
-  /// Closes its input and kills it; waits until it is gone.
+  /// Registers a grandchild (nats-server, started by a `broker-server` child) so that it is
+  /// killed with this child.
+  func adopt(_ pid: Int32) {
+    guard pid != process.processIdentifier else { return }
+    ChildProcess.live.withLock { _ = $0.insert(pid) }
+    adopted.withLock { $0 = pid }
+  }
+
+  private let adopted = Mutex<Int32?>(nil)
+
+  /// Closes its input (a child's signal to clean up and exit), gives it two seconds, then
+  /// kills it and any grandchild it reported; waits until it is gone.
   func stop() {
     try? input.fileHandleForWriting.close()
+    let deadline = Date().addingTimeInterval(2)
+    while process.isRunning, Date() < deadline { usleep(10_000) }
     if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     process.waitUntilExit()
+    if let grandchild = adopted.withLock({ $0 }) {
+      kill(grandchild, SIGKILL)
+      _ = ChildProcess.live.withLock { $0.remove(grandchild) }
+    }
     _ = ChildProcess.live.withLock { $0.remove(process.processIdentifier) }
   }
 }

@@ -187,8 +187,9 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
 }
 
 /// The publisher: up to `plan.window` Publish calls in flight on one connection, each a
-/// `PublishRequest` of `plan.changesPerPublish` cards of one topic, topics round-robin; at
-/// `plan.rate` when given.
+/// `PublishRequest` of `plan.changesPerPublish` cards of one topic, topics round-robin, refilled
+/// in bursts once half the window is acknowledged; at `plan.rate` when given (every 0.5 ms
+/// tick sends what is due, within the window).
 final class PushlinePublisherHandler: ChannelInboundHandler {
   typealias InboundIn = ConnectionElement
   typealias OutboundOut = ConnectionElement
@@ -286,7 +287,9 @@ final class PushlinePublisherHandler: ChannelInboundHandler {
         acknowledged += 1
         if acknowledged == plan.publishes {
           finish(.success(PublishResult(startNanos: started, endNanos: ProcessStats.monotonicNanos(), finalOffsets: finalOffsets)))
-        } else {
+        } else if plan.rate == nil, responses.count <= plan.window / 2 {
+          // Refill in bursts of half a window: one write for many calls, as the nats-server
+          // publisher writes many PUBs at once (the rate-limited publisher refills on its tick).
           pump(context: context)
         }
       case .goAwayReceived(let goAway):
