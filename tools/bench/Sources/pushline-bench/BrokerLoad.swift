@@ -119,6 +119,7 @@ struct BrokerLoad: AsyncParsableCommand {
     defer { withExtendedLifetime(channels) {} }
     let expected = progress.map { plan.publishes(toTopic: $0.topic) * changes }
     let (brokerCPUBefore, ownCPUBefore) = (ProcessStats.cpuSeconds(brokerPid), ProcessStats.ownCPUSeconds())
+    let threadsBefore = ProcessStats.threadCPUSeconds(brokerPid)
     Self.phase.withLock { $0 = "publishing" }
     let published = Mutex<Result<PublishResult, any Error>?>(nil)
     let loop = MultiThreadedEventLoopGroup.singleton.next()
@@ -175,6 +176,11 @@ struct BrokerLoad: AsyncParsableCommand {
       "publishes": Double(publishes), "publishSeconds": publishSeconds, "publishesPerSecond": Double(publishes) / publishSeconds,
       "brokerCPUSeconds": brokerCPU, "loadCPUSeconds": ownCPU, "brokerRSSKiB": Double(ProcessStats.residentKiB(brokerPid)),
     ]
+    // Where the broker's CPU went, by kind of thread (exited threads are not counted).
+    for (name, after) in ProcessStats.threadCPUSeconds(brokerPid) {
+      let used = after - (threadsBefore[name] ?? 0)
+      if used >= 0.01 { result["thread:\(name.replacingOccurrences(of: " ", with: "_").replacingOccurrences(of: "=", with: "_"))"] = used }
+    }
     if scenario == .latency {
       var latencies = progress.flatMap { $0.latencies.withLock { $0 } }
       latencies.sort()

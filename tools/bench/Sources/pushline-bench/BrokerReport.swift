@@ -84,6 +84,15 @@ struct BrokerReport {
     for line in table {
       Swift.print(zip(line, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  "))
     }
+    // The broker's CPU by kind of thread, for the traffic scenarios.
+    for scenario in scenarios where scenario != .idle {
+      for broker in brokers {
+        guard let figures = values["\(scenario.rawValue)/\(broker)"], let total = figures["brokerCPUSeconds"] else { continue }
+        let threads = figures.filter { $0.key.hasPrefix("thread:") }.sorted { $0.value > $1.value }
+          .map { String(format: "%@ %.1f s", String($0.key.dropFirst("thread:".count)), $0.value) }
+        Swift.print("  \(scenario.rawValue), \(BrokerBenchmark.brokerNames[broker]!): broker CPU \(String(format: "%.1f s", total)) — \(threads.joined(separator: ", "))")
+      }
+    }
     fflush(nil)  // into a file too, at once: an interrupted run keeps the tables printed so far
   }
 }

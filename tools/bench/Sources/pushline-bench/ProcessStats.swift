@@ -25,6 +25,29 @@ enum ProcessStats {
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
   }
 
+  /// CPU seconds per kind of thread of process `pid`: thread names (`/proc/PID/task/TID/comm`)
+  /// with digits and `#` dropped, so NIO's event loops, Swift's cooperative pool, SQLite's
+  /// writer and Go's runtime threads each add up to one figure.
+  static func threadCPUSeconds(_ pid: Int32) -> [String: Double] {
+    var result: [String: Double] = [:]
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+    for task in tasks {
+      let comm = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8)) ?? "?"
+      let name = String(comm.filter { !$0.isNumber && $0 != "#" && $0 != "\n" }).trimmingCharacters(in: CharacterSet(charactersIn: "-_ "))
+      let stat = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8)) ?? ""
+      guard let close = stat.lastIndex(of: ")") else { continue }
+      let fields = stat[stat.index(after: close)...].split(separator: " ")
+      guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { continue }
+      let kind =
+        if name.contains("default-qos") { "Swift-tasks(dispatch-pool)" }
+        else if name.contains("overcommit") { "dispatch-overcommit" }
+        else if name.hasPrefix("NIO") { "NIO-event-loops" }
+        else { name.isEmpty ? "?" : name }
+      result[kind, default: 0] += (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+    return result
+  }
+
   /// CLOCK_MONOTONIC in nanoseconds: one clock for every process on the machine, so a
   /// timestamp written by one process can be compared with another's reading.
   @inline(__always)
