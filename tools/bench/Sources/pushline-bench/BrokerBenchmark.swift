@@ -27,6 +27,8 @@ struct BrokerBenchmark: AsyncParsableCommand {
   @Option(help: "Repetitions; with more than one, a table of medians follows.") var runs = 1
   @Option(help: "Seconds after which a scenario fails (the load generator is killed).") var timeout = 600
   @Option(help: "The nats-server executable.") var natsServer = "nats-server"
+  @Flag(help: "Also measure (c) with connections that only handshake, to split memory between connection and subscription.")
+  var idleBreakdown = false
 
   static let brokerNames: [String: String] = ["memory": "Pushline memory", "sqlite": "Pushline SQLite", "nats": "nats-server"]
 
@@ -97,7 +99,8 @@ struct BrokerBenchmark: AsyncParsableCommand {
   }
 
   private var scenarioList: [BrokerLoad.Scenario] {
-    scenarios.split(separator: ",").compactMap { BrokerLoad.Scenario(rawValue: String($0)) }
+    let list = scenarios.split(separator: ",").compactMap { BrokerLoad.Scenario(rawValue: String($0)) }.filter { $0 != .idleWithoutSubscriptions }
+    return idleBreakdown && list.contains(.idle) ? list + [.idleWithoutSubscriptions] : list
   }
 
   private var brokerList: [String] {
@@ -111,6 +114,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
     case .fanout: "(a) \(subscribers) subscribers on \(subscribers) topics, \(updates) updates"
     case .broadcast: "(b) \(subscribers) subscribers on 1 topic, \(broadcastPublishes) updates"
     case .idle: "(c) \(idleConnections) idle subscribers"
+    case .idleWithoutSubscriptions: "(c′) \(idleConnections) idle connections, no subscription"
     case .latency: "(d) as (a) at \(rate) updates/s for \(rateSeconds) s"
     }
   }
@@ -163,7 +167,8 @@ struct BrokerBenchmark: AsyncParsableCommand {
     switch scenario {
     case .fanout: arguments += ["--subscribers", "\(subscribers)", "--publishes", "\(updates / perPublish)"]
     case .broadcast: arguments += ["--subscribers", "\(subscribers)", "--publishes", "\(broadcastPublishes)"]
-    case .idle: arguments += ["--subscribers", "\(idleConnections)", "--publishes", "0"]
+    case .idle, .idleWithoutSubscriptions:
+      arguments += ["--subscribers", "\(idleConnections)", "--publishes", "0"]
     case .latency:
       arguments += ["--subscribers", "\(subscribers)", "--publishes", "\(rate * rateSeconds / perPublish)", "--rate", "\(Double(rate) / Double(perPublish))"]
     }

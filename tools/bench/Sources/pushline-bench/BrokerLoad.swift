@@ -11,7 +11,11 @@ struct BrokerLoad: AsyncParsableCommand {
   static let configuration = CommandConfiguration(commandName: "broker-load", shouldDisplay: false)
 
   enum Target: String, ExpressibleByArgument { case pushline, nats }
-  enum Scenario: String, ExpressibleByArgument, CaseIterable { case fanout, broadcast, idle, latency }
+  enum Scenario: String, ExpressibleByArgument, CaseIterable {
+    case fanout, broadcast, idle, latency
+    /// (c) with connections that only handshake: the benchmark's `--idle-breakdown`.
+    case idleWithoutSubscriptions = "idle-without-subscriptions"
+  }
 
   @Option var target: Target
   @Option var port: Int
@@ -42,7 +46,7 @@ struct BrokerLoad: AsyncParsableCommand {
     }
     let result: [String: Double]
     do {
-      result = try await scenario == .idle ? idle() : traffic()
+      result = try await scenario == .idle || scenario == .idleWithoutSubscriptions ? idle() : traffic()
     } catch {
       FileHandle.standardError.write(Data("broker-load: \(target.rawValue) \(scenario.rawValue): \(error)\n".utf8))
       _exit(1)
@@ -69,7 +73,8 @@ struct BrokerLoad: AsyncParsableCommand {
     var channels: [any Channel] = []
     channels.reserveCapacity(count)
     let (target, port, token) = (target, port, subscriberToken)
-    let names = (0..<count).map { topicName(progress[$0].topic) }
+    // idle-without-subscriptions: connections only handshake (nats-server: CONNECT, PING).
+    let names = (0..<count).map { scenario == .idleWithoutSubscriptions ? nil : topicName(progress[$0].topic) }
     try await withThrowingTaskGroup(of: (any Channel).self) { tasks in
       for index in 0..<count {
         if index >= connectConcurrency, let channel = try await tasks.next() { channels.append(channel) }

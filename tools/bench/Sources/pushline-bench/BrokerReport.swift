@@ -43,6 +43,8 @@ struct BrokerReport {
       Row(scenario: .idle, label: "broker memory per connection", value: key("kibPerConnection"), format: { String(format: "%.1f KiB", $0) }, ratio: true, target: "≤ 6 KiB"),
       Row(scenario: .idle, label: "broker RSS before", value: key("rssBeforeKiB"), format: { String(format: "%.0f MiB", $0 / 1024) }),
       Row(scenario: .idle, label: "broker RSS after", value: key("rssAfterKiB"), format: { String(format: "%.0f MiB", $0 / 1024) }),
+      Row(scenario: .idleWithoutSubscriptions, label: "connect all", value: key("connectSeconds"), format: seconds, ratio: true),
+      Row(scenario: .idleWithoutSubscriptions, label: "broker memory per connection", value: key("kibPerConnection"), format: { String(format: "%.1f KiB", $0) }, ratio: true),
       Row(scenario: .latency, label: "publish→deliver p50", value: key("p50ms"), format: millis, ratio: true),
       Row(scenario: .latency, label: "publish→deliver p99", value: key("p99ms"), format: millis, ratio: true, target: "≤ 5 ms"),
       Row(scenario: .latency, label: "publish→deliver p999", value: key("p999ms"), format: millis, ratio: true),
@@ -85,7 +87,7 @@ struct BrokerReport {
       Swift.print(zip(line, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  "))
     }
     // The broker's CPU by kind of thread, for the traffic scenarios.
-    for scenario in scenarios where scenario != .idle {
+    for scenario in scenarios where scenario != .idle && scenario != .idleWithoutSubscriptions {
       for broker in brokers {
         guard let figures = values["\(scenario.rawValue)/\(broker)"], let total = figures["brokerCPUSeconds"] else { continue }
         let threads = figures.filter { $0.key.hasPrefix("thread:") }.sorted { $0.value > $1.value }

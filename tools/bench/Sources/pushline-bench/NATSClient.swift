@@ -9,8 +9,9 @@ enum NATSClient {
   static let connect = "CONNECT {\"verbose\":false,\"pedantic\":false,\"name\":\"pushline-bench\",\"lang\":\"swift\",\"version\":\"1\"}\r\n"
 
   /// Connects a subscriber to `subject`; the future completes at the PONG that follows its
-  /// SUB, when the server has registered the subscription.
-  static func subscribe(port: Int, subject: String, progress: SubscriberProgress, on eventLoop: any EventLoop) -> EventLoopFuture<any Channel> {
+  /// SUB, when the server has registered the subscription (with no subject: a connection
+  /// without a subscription, at the PONG after CONNECT).
+  static func subscribe(port: Int, subject: String?, progress: SubscriberProgress, on eventLoop: any EventLoop) -> EventLoopFuture<any Channel> {
     let subscribed = eventLoop.makePromise(of: Void.self)
     let connected = ClientBootstrap(group: eventLoop)
       .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -105,20 +106,20 @@ final class NATSSubscriberHandler: ChannelInboundHandler {
   typealias InboundIn = NATSMessage
   typealias OutboundOut = ByteBuffer
 
-  private let subject: String
+  private let subject: String?
   private let progress: SubscriberProgress
   private let subscribed: EventLoopPromise<Void>
   private var isSubscribed = false
   private var count: Int64 = 0
 
-  init(subject: String, progress: SubscriberProgress, subscribed: EventLoopPromise<Void>) {
+  init(subject: String?, progress: SubscriberProgress, subscribed: EventLoopPromise<Void>) {
     self.subject = subject
     self.progress = progress
     self.subscribed = subscribed
   }
 
   func channelActive(context: ChannelHandlerContext) {
-    context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: NATSClient.connect + "SUB \(subject) 1\r\nPING\r\n")), promise: nil)
+    context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: NATSClient.connect + (subject.map { "SUB \($0) 1\r\n" } ?? "") + "PING\r\n")), promise: nil)
     context.fireChannelActive()
   }
 

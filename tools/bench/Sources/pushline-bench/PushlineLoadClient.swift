@@ -19,12 +19,13 @@ enum PushlineLoadClient {
   }
 
   /// Connects a subscriber to `topic`; the future completes once the broker's first update
-  /// (the topic's snapshot) has arrived, i.e. the subscription is live.
+  /// (the topic's snapshot) has arrived, i.e. the subscription is live — or, with no topic,
+  /// once the handshake is done (a connection without a subscription).
   static func subscribe(
-    port: Int, token: String, topic: String, progress: SubscriberProgress, on eventLoop: any EventLoop
+    port: Int, token: String, topic: String?, progress: SubscriberProgress, on eventLoop: any EventLoop
   ) -> EventLoopFuture<any Channel> {
     let subscribed = eventLoop.makePromise(of: Void.self)
-    let request = SubscribeRequest(topics: [TopicPosition(topic: topic)]).serializedBytes()
+    let request = topic.map { SubscribeRequest(topics: [TopicPosition(topic: $0)]).serializedBytes() }
     let configuration = configuration(token: token)
     let connected = ClientBootstrap(group: eventLoop)
       .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -93,7 +94,7 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
   typealias OutboundOut = ConnectionElement
 
   private var machine: ClientConnectionStateMachine
-  private let request: [UInt8]
+  private let request: [UInt8]?
   private let progress: SubscriberProgress
   private let subscribed: EventLoopPromise<Void>
   private var callID: UInt32?
@@ -101,7 +102,7 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
   private var stamps: [Int64] = []
 
   init(
-    configuration: ClientConnectionStateMachine.Configuration, request: [UInt8], progress: SubscriberProgress,
+    configuration: ClientConnectionStateMachine.Configuration, request: [UInt8]?, progress: SubscriberProgress,
     subscribed: EventLoopPromise<Void>
   ) {
     machine = ClientConnectionStateMachine(configuration: configuration)
@@ -163,6 +164,10 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
     execute(actions, context: context) { action in
       switch action {
       case .connectionReady:
+        guard let request else {
+          isSubscribed = true
+          return subscribed.succeed()
+        }
         let (id, start) = machine.startCall(CallStart(method: BrokerService.subscribeMethod))
         guard let id else { return fail("the broker refused the call", context: context) }
         callID = id
