@@ -27,6 +27,10 @@ struct BrokerBenchmark: AsyncParsableCommand {
   @Option(help: "Repetitions; with more than one, a table of medians follows.") var runs = 1
   @Option(help: "Seconds after which a scenario fails (the load generator is killed).") var timeout = 600
   @Option(help: "The nats-server executable.") var natsServer = "nats-server"
+  @Option(help: ArgumentHelp("A command to run Pushline's broker under (a profiler), split at spaces.", visibility: .hidden))
+  var brokerPrefix = ""
+  @Option(help: ArgumentHelp("A command to run the load generator under (a profiler), split at spaces.", visibility: .hidden))
+  var loadPrefix = ""
   @Flag(help: "Also measure (c) with connections that only handshake, to split memory between connection and subscription.")
   var idleBreakdown = false
 
@@ -152,7 +156,8 @@ struct BrokerBenchmark: AsyncParsableCommand {
       serverArguments += ["--data-dir", directory.path]
     }
     defer { if let dataDir { try? FileManager.default.removeItem(at: dataDir) } }
-    let server = try ChildProcess.start(serverArguments, environment: environment)
+    let server = try ChildProcess.start(
+      serverArguments, environment: environment, prefix: broker == "nats" ? [] : brokerPrefix.split(separator: " ").map(String.init))
     defer { server.stop() }
     let ready = try server.line(startingWith: "PORT ", timeout: 30).split(separator: " ")
     guard ready.count >= 4, let port = Int(ready[1]), let pid = Int32(ready[3]) else { throw LoadError("bad broker-server output: \(ready)") }
@@ -172,7 +177,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
     case .latency:
       arguments += ["--subscribers", "\(subscribers)", "--publishes", "\(rate * rateSeconds / perPublish)", "--rate", "\(Double(rate) / Double(perPublish))"]
     }
-    let load = try ChildProcess.start(arguments, environment: environment)
+    let load = try ChildProcess.start(arguments, environment: environment, prefix: loadPrefix.split(separator: " ").map(String.init))
     defer { load.stop() }
     let line = try load.line(startingWith: "RESULT ", timeout: Double(timeout) + 30)
     var values: [String: Double] = [:]

@@ -12,11 +12,18 @@ final class ChildProcess {
   /// Process ids still running, for the signal handler.
   static let live = Mutex<Set<Int32>>([])
 
-  /// Starts `arguments` on this executable with `environment` added to ours.
-  static func start(_ arguments: [String], environment: [String: String] = [:]) throws -> ChildProcess {
+  /// Starts `arguments` on this executable with `environment` added to ours, under `prefix`
+  /// if given (a profiler's command line, e.g. `valgrind --tool=callgrind`).
+  static func start(_ arguments: [String], environment: [String: String] = [:], prefix: [String] = []) throws -> ChildProcess {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    process.arguments = arguments
+    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    if prefix.isEmpty {
+      process.executableURL = executable
+      process.arguments = arguments
+    } else {
+      process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+      process.arguments = prefix + [executable.path] + arguments
+    }
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     let input = Pipe(), output = Pipe()
     process.standardInput = input
