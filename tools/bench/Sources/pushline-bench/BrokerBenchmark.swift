@@ -31,6 +31,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
   var brokerPrefix = ""
   @Option(help: ArgumentHelp("A command to run the load generator under (a profiler), split at spaces.", visibility: .hidden))
   var loadPrefix = ""
+  @Flag(help: "Print the tables as Markdown.") var markdown = false
   @Flag(help: "Also measure (c) with connections that only handshake, to split memory between connection and subscription.")
   var idleBreakdown = false
 
@@ -78,10 +79,10 @@ struct BrokerBenchmark: AsyncParsableCommand {
         }
         // Each scenario's rows as soon as it is done, so an interrupted run still shows them.
         print("\n[run \(run)] \(describe(scenario)):")
-        BrokerReport(brokers: brokerList, scenarios: [scenario], describe: describe).print(results)
+        BrokerReport(brokers: brokerList, scenarios: [scenario], describe: describe, markdown: markdown).print(results)
       }
       print("\nRun \(run) of \(runs):")
-      BrokerReport(brokers: brokerList, scenarios: scenarioList, describe: describe).print(results)
+      BrokerReport(brokers: brokerList, scenarios: scenarioList, describe: describe, markdown: markdown).print(results)
       allRuns.append(results)
     }
     if runs > 1 {
@@ -91,7 +92,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
         medians[cell] = values[values.count / 2]
       }
       print("\nMedians of \(runs) runs:")
-      BrokerReport(brokers: brokerList, scenarios: scenarioList, describe: describe).print(medians)
+      BrokerReport(brokers: brokerList, scenarios: scenarioList, describe: describe, markdown: markdown).print(medians)
     }
   }
 

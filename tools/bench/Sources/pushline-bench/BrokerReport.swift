@@ -6,6 +6,8 @@ struct BrokerReport {
   var brokers: [String]
   var scenarios: [BrokerLoad.Scenario]
   var describe: (BrokerLoad.Scenario) -> String
+  /// Print a Markdown table (for BENCHMARKS.md) instead of aligned columns.
+  var markdown = false
 
   /// A figure: how to compute it from a broker's raw values, and how to show it.
   struct Row {
@@ -82,9 +84,16 @@ struct BrokerReport {
         first = false
       }
     }
-    let widths = header.indices.map { column in table.map { $0[column].count }.max()! }
-    for line in table {
-      Swift.print(zip(line, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  "))
+    if markdown {
+      for (index, line) in table.enumerated() {
+        Swift.print("| " + line.joined(separator: " | ") + " |")
+        if index == 0 { Swift.print("|" + String(repeating: " --- |", count: line.count)) }
+      }
+    } else {
+      let widths = header.indices.map { column in table.map { $0[column].count }.max()! }
+      for line in table {
+        Swift.print(zip(line, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  "))
+      }
     }
     // The broker's CPU by kind of thread, for the traffic scenarios.
     for scenario in scenarios where scenario != .idle && scenario != .idleWithoutSubscriptions {
