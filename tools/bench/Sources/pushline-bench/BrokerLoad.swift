@@ -152,8 +152,8 @@ struct BrokerLoad: AsyncParsableCommand {
         let complete = progress.indices.allSatisfy { index in
           let subscriber = progress[index]
           return switch target {
-          case .pushline: subscriber.position.load(ordering: .relaxed) >= publishResult.finalOffsets[subscriber.topic]
-          case .nats: subscriber.received.load(ordering: .relaxed) >= expected[index]
+          case .pushline: subscriber.position.load(ordering: .acquiring) >= publishResult.finalOffsets[subscriber.topic]
+          case .nats: subscriber.position.load(ordering: .acquiring) >= expected[index]
           }
         }
         if complete { break }

@@ -19,14 +19,19 @@ final class SubscriberProgress: Sendable {
     self.recordsLatency = recordsLatency
   }
 
-  /// Counts `changes` delivered at `now`, the position after them, and their latencies.
+  /// Counts `changes` delivered at `now`, the position after them, and their latencies. An
+  /// update without changes (a watermark) moves the position but is not a delivery.
+  /// The position is stored last (releasing), so a reader that sees it complete (acquiring)
+  /// also sees the counts and latencies that led there.
   func delivered(_ changes: Int, position: Int64, now: Int64, stamps: [Int64]) {
-    received.add(changes, ordering: .relaxed)
-    self.position.store(position, ordering: .relaxed)
-    lastDeliveryNanos.store(now, ordering: .relaxed)
-    if recordsLatency, !stamps.isEmpty {
-      latencies.withLock { list in for stamp in stamps { list.append(now - stamp) } }
+    if changes > 0 {
+      received.add(changes, ordering: .relaxed)
+      lastDeliveryNanos.store(now, ordering: .relaxed)
+      if recordsLatency, !stamps.isEmpty {
+        latencies.withLock { list in for stamp in stamps { list.append(now - stamp) } }
+      }
     }
+    self.position.store(position, ordering: .releasing)
   }
 
   func fail(_ reason: String) {
