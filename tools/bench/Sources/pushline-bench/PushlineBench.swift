@@ -6,6 +6,9 @@ struct PushlineBench: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "pushline-bench",
     abstract: "Benchmarks Pushline against its peers in the same run.",
-    subcommands: [CodecBenchmark.self, RPCBenchmark.self, RPCBenchmarkServer.self, ClientBenchmark.self]
+    subcommands: [
+      CodecBenchmark.self, RPCBenchmark.self, RPCBenchmarkServer.self, BrokerBenchmark.self, BrokerBenchmarkServer.self, BrokerLoad.self,
+      ClientBenchmark.self,
+    ]
   )
 }

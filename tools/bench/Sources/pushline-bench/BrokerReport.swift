@@ -1,0 +1,109 @@
+import Foundation
+
+/// Prints the broker benchmark's table: one row per figure, one column per broker, then
+/// Pushline ÷ nats-server for each Pushline storage and the issue's target.
+struct BrokerReport {
+  var brokers: [String]
+  var scenarios: [BrokerLoad.Scenario]
+  var describe: (BrokerLoad.Scenario) -> String
+  /// Print a Markdown table (for BENCHMARKS.md) instead of aligned columns.
+  var markdown = false
+
+  /// A figure: how to compute it from a broker's raw values, and how to show it.
+  struct Row {
+    var scenario: BrokerLoad.Scenario
+    var label: String
+    var value: ([String: Double]) -> Double?
+    var format: (Double) -> String
+    var ratio = false
+    var target = ""
+  }
+
+  static var rows: [Row] {
+    func key(_ name: String) -> ([String: Double]) -> Double? { { $0[name] } }
+    func perDelivery(_ name: String) -> ([String: Double]) -> Double? {
+      { values in values[name].flatMap { cpu in values["delivered"].map { cpu / max(1, $0) * 1e6 } } }
+    }
+    let rate: (Double) -> String = { $0 >= 10_000 ? String(format: "%.0fk", $0 / 1_000) : String(format: "%.0f", $0) }
+    let count: (Double) -> String = { String(format: "%.0f", $0) }
+    let micros: (Double) -> String = { String(format: "%.2f µs", $0) }
+    let millis: (Double) -> String = { String(format: "%.2f ms", $0) }
+    let seconds: (Double) -> String = { String(format: "%.2f s", $0) }
+    var rows: [Row] = []
+    for scenario in [BrokerLoad.Scenario.fanout, .broadcast] {
+      rows += [
+        Row(scenario: scenario, label: "deliveries/s", value: key("deliveriesPerSecond"), format: rate, ratio: true, target: "≥ 1.5× memory, ≥ 1× SQLite"),
+        Row(scenario: scenario, label: "changes delivered", value: key("delivered"), format: count),
+        Row(scenario: scenario, label: "coalesced (expected − delivered)", value: key("coalesced"), format: count),
+        Row(scenario: scenario, label: "publish acks/s (nats: PUBs/s, no acks)", value: key("publishesPerSecond"), format: rate, ratio: true),
+        Row(scenario: scenario, label: "broker CPU per delivery", value: perDelivery("brokerCPUSeconds"), format: micros),
+        Row(scenario: scenario, label: "load generator CPU per delivery", value: perDelivery("loadCPUSeconds"), format: micros),
+      ]
+    }
+    rows += [
+      Row(scenario: .idle, label: "connect + subscribe all", value: key("connectSeconds"), format: seconds, ratio: true, target: "< 1× (faster)"),
+      Row(scenario: .idle, label: "broker memory per connection", value: key("kibPerConnection"), format: { String(format: "%.1f KiB", $0) }, ratio: true, target: "≤ 6 KiB"),
+      Row(scenario: .idle, label: "broker RSS before", value: key("rssBeforeKiB"), format: { String(format: "%.0f MiB", $0 / 1024) }),
+      Row(scenario: .idle, label: "broker RSS after", value: key("rssAfterKiB"), format: { String(format: "%.0f MiB", $0 / 1024) }),
+      Row(scenario: .idleWithoutSubscriptions, label: "connect all", value: key("connectSeconds"), format: seconds, ratio: true),
+      Row(scenario: .idleWithoutSubscriptions, label: "broker memory per connection", value: key("kibPerConnection"), format: { String(format: "%.1f KiB", $0) }, ratio: true),
+      Row(scenario: .latency, label: "publish→deliver p50", value: key("p50ms"), format: millis, ratio: true),
+      Row(scenario: .latency, label: "publish→deliver p99", value: key("p99ms"), format: millis, ratio: true, target: "≤ 5 ms"),
+      Row(scenario: .latency, label: "publish→deliver p999", value: key("p999ms"), format: millis, ratio: true),
+      Row(scenario: .latency, label: "publish→deliver max", value: key("maxms"), format: millis),
+      Row(scenario: .latency, label: "publishes/s achieved", value: key("achievedRate"), format: rate),
+      Row(scenario: .latency, label: "coalesced", value: key("coalesced"), format: count),
+      Row(scenario: .latency, label: "broker CPU per delivery", value: perDelivery("brokerCPUSeconds"), format: micros),
+    ]
+    return rows
+  }
+
+  func print(_ results: [BrokerBenchmark.Cell: Double]) {
+    var values: [String: [String: Double]] = [:]  // "scenario/broker" → key → value
+    for (cell, value) in results { values["\(cell.scenario.rawValue)/\(cell.broker)", default: [:]][cell.key] = value }
+    let ours = brokers.filter { $0 != "nats" }
+    let hasNATS = brokers.contains("nats")
+    var header = ["scenario", "figure"] + brokers.map { BrokerBenchmark.brokerNames[$0]! }
+    if hasNATS { header += ours.map { "\(BrokerBenchmark.brokerNames[$0]!) ÷ nats" } }
+    header.append("target")
+    var table = [header]
+    for scenario in scenarios {
+      var first = true
+      for row in Self.rows where row.scenario == scenario {
+        let figures = brokers.map { broker in values["\(scenario.rawValue)/\(broker)"].flatMap(row.value) }
+        var line = [first ? describe(scenario) : "", row.label] + figures.map { $0.map(row.format) ?? "FAILED" }
+        if hasNATS {
+          let nats = figures[brokers.firstIndex(of: "nats")!]
+          line += ours.map { broker in
+            guard row.ratio, let value = figures[brokers.firstIndex(of: broker)!], let nats, nats > 0 else { return "" }
+            return String(format: "%.2f×", value / nats)
+          }
+        }
+        line.append(row.target)
+        table.append(line)
+        first = false
+      }
+    }
+    if markdown {
+      for (index, line) in table.enumerated() {
+        Swift.print("| " + line.joined(separator: " | ") + " |")
+        if index == 0 { Swift.print("|" + String(repeating: " --- |", count: line.count)) }
+      }
+    } else {
+      let widths = header.indices.map { column in table.map { $0[column].count }.max()! }
+      for line in table {
+        Swift.print(zip(line, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  "))
+      }
+    }
+    // The broker's CPU by kind of thread, for the traffic scenarios.
+    for scenario in scenarios where scenario != .idle && scenario != .idleWithoutSubscriptions {
+      for broker in brokers {
+        guard let figures = values["\(scenario.rawValue)/\(broker)"], let total = figures["brokerCPUSeconds"] else { continue }
+        let threads = figures.filter { $0.key.hasPrefix("thread:") }.sorted { $0.value > $1.value }
+          .map { String(format: "%@ %.1f s", String($0.key.dropFirst("thread:".count)), $0.value) }
+        Swift.print("  \(scenario.rawValue), \(BrokerBenchmark.brokerNames[broker]!): broker CPU \(String(format: "%.1f s", total)) — \(threads.joined(separator: ", "))")
+      }
+    }
+    fflush(nil)  // into a file too, at once: an interrupted run keeps the tables printed so far
+  }
+}

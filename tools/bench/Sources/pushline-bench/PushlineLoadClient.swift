@@ -1,0 +1,321 @@
+import NIOCore
+import NIOPosix
+import PushlineBroker
+import PushlineRPC
+import PushlineRPCNIO
+import PushlineSchema
+import PushlineWire
+
+/// The load generator's Pushline connections: Pushline's own frame codec and client state
+/// machine, driven on the event loop (no task or stream per connection, one flush per read
+/// burst), so that the generator's cost per delivery stays close to the nats-server client's.
+/// Subscribers scan `TopicUpdate`s in place (``TopicUpdateSummary``) instead of decoding them.
+/// Connections offer no compression: nats-server does not compress either.
+enum PushlineLoadClient {
+  static func configuration(token: String) -> ClientConnectionStateMachine.Configuration {
+    var configuration = ClientConnectionStateMachine.Configuration(compressions: [], authToken: token)
+    configuration.userAgent = "pushline-bench"
+    return configuration
+  }
+
+  /// Connects a subscriber to `topic`; the future completes once the broker's first update
+  /// (the topic's snapshot) has arrived, i.e. the subscription is live — or, with no topic,
+  /// once the handshake is done (a connection without a subscription).
+  static func subscribe(
+    port: Int, token: String, topic: String?, progress: SubscriberProgress, on eventLoop: any EventLoop
+  ) -> EventLoopFuture<any Channel> {
+    let subscribed = eventLoop.makePromise(of: Void.self)
+    let request = topic.map { SubscribeRequest(topics: [TopicPosition(topic: $0)]).serializedBytes() }
+    let configuration = configuration(token: token)
+    let connected = ClientBootstrap(group: eventLoop)
+      .channelOption(.socketOption(.tcp_nodelay), value: 1)
+      .connectTimeout(.seconds(20))
+      .channelInitializer { channel in
+        channel.eventLoop.makeCompletedFuture {
+          try channel.pipeline.syncOperations.addHandlers([
+            ByteToMessageHandler(FrameDecoder(maxPayloadLength: configuration.limits.maxFrameSize)),
+            MessageToByteHandler(FrameEncoder()),
+            PushlineSubscriberHandler(
+              configuration: configuration, request: request, progress: progress, subscribed: subscribed),
+          ])
+        }
+      }
+      .connect(host: "127.0.0.1", port: port)
+    connected.whenFailure { subscribed.fail($0) }
+    return connected.flatMap { channel in subscribed.futureResult.map { channel } }
+  }
+
+  /// Runs `plan` on one connection; completes when every publish is acknowledged.
+  static func publish(port: Int, token: String, plan: PublishPlan, on eventLoop: any EventLoop) -> EventLoopFuture<PublishResult> {
+    let done = eventLoop.makePromise(of: PublishResult.self)
+    let configuration = configuration(token: token)
+    let connected = ClientBootstrap(group: eventLoop)
+      .channelOption(.socketOption(.tcp_nodelay), value: 1)
+      .connectTimeout(.seconds(20))
+      .channelInitializer { channel in
+        channel.eventLoop.makeCompletedFuture {
+          try channel.pipeline.syncOperations.addHandlers([
+            ByteToMessageHandler(FrameDecoder(maxPayloadLength: configuration.limits.maxFrameSize)),
+            MessageToByteHandler(FrameEncoder()),
+            PushlinePublisherHandler(configuration: configuration, plan: plan, done: done),
+          ])
+        }
+      }
+      .connect(host: "127.0.0.1", port: port)
+    connected.whenFailure { done.fail($0) }
+    done.futureResult.whenComplete { _ in connected.whenSuccess { $0.close(promise: nil) } }
+    return done.futureResult
+  }
+}
+
+/// Executes a client state machine's actions on a channel; returns the machine's events the
+/// caller handles (ready, messages, call ends).
+private func execute(
+  _ actions: [ClientConnectionStateMachine.Action], context: ChannelHandlerContext,
+  _ handle: (ClientConnectionStateMachine.Action) -> Void
+) {
+  for action in actions {
+    switch action {
+    case .write(let elements):
+      for element in elements { context.write(NIOAny(element), promise: nil) }
+    case .close(let elements):
+      for element in elements { context.write(NIOAny(element), promise: nil) }
+      context.flush()
+      context.close(promise: nil)
+    default:
+      handle(action)
+    }
+  }
+}
+
+/// One subscriber: handshake, one Subscribe call, then counts the changes it receives.
+final class PushlineSubscriberHandler: ChannelInboundHandler {
+  typealias InboundIn = ConnectionElement
+  typealias OutboundOut = ConnectionElement
+
+  private var machine: ClientConnectionStateMachine
+  private let request: [UInt8]?
+  private let progress: SubscriberProgress
+  private let subscribed: EventLoopPromise<Void>
+  private var callID: UInt32?
+  private var isSubscribed = false
+  private var stamps: [Int64] = []
+
+  init(
+    configuration: ClientConnectionStateMachine.Configuration, request: [UInt8]?, progress: SubscriberProgress,
+    subscribed: EventLoopPromise<Void>
+  ) {
+    machine = ClientConnectionStateMachine(configuration: configuration)
+    self.request = request
+    self.progress = progress
+    self.subscribed = subscribed
+  }
+
+  func channelActive(context: ChannelHandlerContext) {
+    run(machine.start(), context: context)
+    context.flush()
+    context.fireChannelActive()
+  }
+
+  func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    let element = unwrapInboundIn(data)
+    // The hot path: a MESSAGE of the subscription, scanned in place.
+    if case .frame(let frame) = element, frame.kind == .message, frame.callID == callID {
+      deliver(frame.payload, context: context)
+      return
+    }
+    run(machine.received(element), context: context)
+  }
+
+  func channelReadComplete(context: ChannelHandlerContext) {
+    context.flush()
+  }
+
+  func channelInactive(context: ChannelHandlerContext) {
+    fail("the connection closed", context: context)
+    context.fireChannelInactive()
+  }
+
+  func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    fail("\(error)", context: context)
+    context.close(promise: nil)
+  }
+
+  private func deliver(_ payload: [UInt8], context: ChannelHandlerContext) {
+    let now = ProcessStats.monotonicNanos()
+    stamps.removeAll(keepingCapacity: true)
+    let summary = payload.withUnsafeBytes { raw -> TopicUpdateSummary? in
+      guard raw.first == 0 else { return nil }  // compression was not offered
+      return TopicUpdateSummary.scan(UnsafeRawBufferPointer(rebasing: raw.dropFirst())) { stamps.append($0) }
+    }
+    guard let summary else { return fail("a TopicUpdate that does not scan", context: context) }
+    if summary.isSnapshot {
+      progress.position.store(summary.throughOffset, ordering: .relaxed)
+    } else {
+      progress.delivered(summary.changes, position: summary.throughOffset, now: now, stamps: stamps)
+    }
+    if !isSubscribed {
+      isSubscribed = true
+      subscribed.succeed()
+    }
+  }
+
+  private func run(_ actions: [ClientConnectionStateMachine.Action], context: ChannelHandlerContext) {
+    execute(actions, context: context) { action in
+      switch action {
+      case .connectionReady:
+        guard let request else {
+          isSubscribed = true
+          return subscribed.succeed()
+        }
+        let (id, start) = machine.startCall(CallStart(method: BrokerService.subscribeMethod))
+        guard let id else { return fail("the broker refused the call", context: context) }
+        callID = id
+        run(start + machine.send(message: request, compressed: false, callID: id) + machine.halfClose(callID: id), context: context)
+      case .finishCall(_, let status):
+        fail("the subscription ended: status \(status.code) \(status.message ?? "")", context: context)
+      case .goAwayReceived(let goAway):
+        fail("GOAWAY \(goAway.message ?? "")", context: context)
+      default:
+        break
+      }
+    }
+  }
+
+  private func fail(_ reason: String, context: ChannelHandlerContext) {
+    if !isSubscribed {
+      isSubscribed = true
+      subscribed.fail(LoadError("subscriber: \(reason)"))
+    }
+    progress.fail(reason)
+  }
+}
+
+/// The publisher: up to `plan.window` Publish calls in flight on one connection, each a
+/// `PublishRequest` of `plan.changesPerPublish` cards of one topic, topics round-robin, refilled
+/// in bursts once half the window is acknowledged; at `plan.rate` when given (every 0.5 ms
+/// tick sends what is due, within the window).
+final class PushlinePublisherHandler: ChannelInboundHandler {
+  typealias InboundIn = ConnectionElement
+  typealias OutboundOut = ConnectionElement
+
+  private var machine: ClientConnectionStateMachine
+  private let plan: PublishPlan
+  private let done: EventLoopPromise<PublishResult>
+  private var responses: [UInt32: Int] = [:]  // call id → topic index
+  private var finalOffsets: [Int64]
+  private var started: Int64 = 0
+  private var sent = 0
+  private var acknowledged = 0
+  private var isFinished = false
+  private var ticker: RepeatedTask?
+
+  init(configuration: ClientConnectionStateMachine.Configuration, plan: PublishPlan, done: EventLoopPromise<PublishResult>) {
+    machine = ClientConnectionStateMachine(configuration: configuration)
+    self.plan = plan
+    self.done = done
+    finalOffsets = Array(repeating: 0, count: plan.topics.count)
+  }
+
+  func channelActive(context: ChannelHandlerContext) {
+    run(machine.start(), context: context)
+    context.flush()
+    context.fireChannelActive()
+  }
+
+  func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    run(machine.received(unwrapInboundIn(data)), context: context)
+  }
+
+  func channelReadComplete(context: ChannelHandlerContext) {
+    context.flush()
+  }
+
+  func channelInactive(context: ChannelHandlerContext) {
+    finish(.failure(LoadError("publisher: the connection closed after \(acknowledged) acknowledgements")))
+    context.fireChannelInactive()
+  }
+
+  func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    finish(.failure(error))
+    context.close(promise: nil)
+  }
+
+  private func pump(context: ChannelHandlerContext) {
+    let now = ProcessStats.monotonicNanos()
+    let allowed = plan.allowed(start: started, now: now)
+    while sent < allowed, responses.count < plan.window {
+      let (topic, firstCard) = plan.target(of: sent)
+      let stamp = plan.stamp(of: sent, start: started, now: now)
+      let changes = (0..<plan.changesPerPublish).map { index in
+        CardChange(upserting: BenchCard.card(cardID: BenchCard.cardID((firstCard + index) % plan.cardsPerTopic), stampNanos: stamp))
+      }
+      let request = PublishRequest(topic: plan.topics[topic], changes: changes).serializedBytes()
+      let (id, start) = machine.startCall(CallStart(method: BrokerService.publishMethod))
+      guard let id else { return finish(.failure(LoadError("publisher: the broker refused a call"))) }
+      responses[id] = topic
+      sent += 1
+      run(start + machine.send(message: request, compressed: false, callID: id) + machine.halfClose(callID: id), context: context)
+    }
+    if sent == plan.publishes {
+      ticker?.cancel()
+      ticker = nil
+    }
+  }
+
+  private var pendingResponse: [UInt32: [UInt8]] = [:]
+
+  private func run(_ actions: [ClientConnectionStateMachine.Action], context: ChannelHandlerContext) {
+    execute(actions, context: context) { action in
+      switch action {
+      case .connectionReady:
+        started = ProcessStats.monotonicNanos()
+        pump(context: context)
+        context.flush()
+        if plan.rate != nil {
+          let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+          ticker = context.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(1), delay: .microseconds(500)) { _ in
+            let (handler, context) = loopBound.value
+            handler.pump(context: context)
+            context.flush()
+          }
+        }
+      case .deliverMessage(let id, let payload, _):
+        pendingResponse[id] = payload
+      case .finishCall(let id, let status):
+        guard status.code == StatusCode.ok.rawValue, let topic = responses.removeValue(forKey: id),
+          let bytes = pendingResponse.removeValue(forKey: id), let response = try? PublishResponse(serializedBytes: bytes)
+        else {
+          return finish(.failure(LoadError("publish failed: status \(status.code) \(status.message ?? "")")))
+        }
+        finalOffsets[topic] = max(finalOffsets[topic], response.lastOffset)
+        acknowledged += 1
+        if acknowledged == plan.publishes {
+          finish(.success(PublishResult(startNanos: started, endNanos: ProcessStats.monotonicNanos(), finalOffsets: finalOffsets)))
+        } else if plan.rate == nil, responses.count <= plan.window / 2 {
+          // Refill in bursts of half a window: one write for many calls, as the nats-server
+          // publisher writes many PUBs at once (the rate-limited publisher refills on its tick).
+          pump(context: context)
+        }
+      case .goAwayReceived(let goAway):
+        finish(.failure(LoadError("publisher: GOAWAY \(goAway.message ?? "")")))
+      default:
+        break
+      }
+    }
+  }
+
+  private func finish(_ result: Result<PublishResult, any Error>) {
+    guard !isFinished else { return }
+    isFinished = true
+    ticker?.cancel()
+    ticker = nil
+    done.completeWith(result)
+  }
+}
+
+/// A load generator failure, with what went wrong.
+struct LoadError: Error, CustomStringConvertible {
+  var description: String
+  init(_ description: String) { self.description = description }
+}
