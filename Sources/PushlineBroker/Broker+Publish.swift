@@ -154,7 +154,8 @@ extension Broker {
     state.withLock { state in
       for publish in publishes {
         state.topics[publish.topic, default: TopicState(name: publish.topic, epoch: publish.epoch)].apply(publish.records)
-        for subscription in state.subscribers[publish.topic].map({ Array($0.values) }) ?? [] {
+        guard let subscribers = state.subscribers[publish.topic] else { continue }
+        for subscription in subscribers.values {
           for record in publish.records where subscription.enqueue(record, topic: publish.topic) { coalesced += 1 }
         }
       }

@@ -77,6 +77,7 @@ public struct TopicState: Sendable {
   /// Nothing is dropped until the count passes the limit by an eighth (at least 16), so that
   /// prunes come in batches rather than one per removal.
   public func tombstonesToPrune(limit: Int, maxAgeMillis: Int64, nowMillis: Int64) -> TombstonePrune? {
+    guard tombstoneCount > 0 else { return nil }  // the common case: no scan at all
     let oldestAllowed = nowMillis - maxAgeMillis
     guard tombstoneCount > limit + max(16, limit / 8) || records.values.contains(where: { $0.isTombstone && $0.changedAtMillis < oldestAllowed })
     else { return nil }
