@@ -45,7 +45,8 @@ enum TrackerView {
 
   /// The whole screen.
   static func frame(_ modes: TrackerModes, bulletins: [TrackerBulletin], nowMillis: Int64, title: String) -> [String] {
-    var lines = ["\(title) — \(connection(modes.connection))\(modes.privacy ? " · privacy on" : "")", ""]
+    let verified = modes.browse.compactMap(\.verifiedAtMillis).min().map { " · verified at \(clock($0))" } ?? ""
+    var lines = ["\(title) — \(connection(modes.connection))\(verified)\(modes.privacy ? " · privacy on" : "")", ""]
     lines.append("STATUS   " + (modes.status.map { item($0, nowMillis: nowMillis) } ?? "—"))
     lines.append("")
     lines.append("BROWSE")

@@ -14,6 +14,8 @@ public final class ConnectionManager: Sendable {
   private let sleep: @Sendable (Duration) async throws -> Void
   private let unitRandom: @Sendable () -> Double
   private let state = Mutex(ConnectionState())
+  private let observers = Mutex<[Int: AsyncStream<ConnectionState>.Continuation]>([:])
+  private let nextObserver = Mutex(0)
 
   /// A manager feeding `tracker` with `services`' cards through `connector`. `sleep` and
   /// `unitRandom` are injectable so tests control time and jitter.
@@ -35,11 +37,29 @@ public final class ConnectionManager: Sendable {
   /// The state now.
   public var connectionState: ConnectionState { state.withLock { $0 } }
 
+  /// The state as it changes — connecting, live, backing off until T, stopped — each value
+  /// with the time the client went offline; starts with the current state.
+  public func stateUpdates() -> AsyncStream<ConnectionState> {
+    let (stream, continuation) = AsyncStream<ConnectionState>.makeStream(bufferingPolicy: .bufferingNewest(8))
+    let id = nextObserver.withLock { id in
+      defer { id += 1 }
+      return id
+    }
+    observers.withLock { observers in
+      observers[id] = continuation
+      continuation.yield(state.withLock { $0 })
+    }
+    continuation.onTermination = { [weak self] _ in self?.observers.withLock { _ = $0.removeValue(forKey: id) } }
+    return stream
+  }
+
   /// Runs until the task is cancelled or the broker refuses the client for good.
   public func run() async {
-    var failures = 0  // since the last live session
+    var failures = 0  // since the last live session: the backoff's exponent
+    var attempts = 0  // connection attempts since the last live session, for people
     while !Task.isCancelled {
-      update(.connecting(attempt: failures + 1))
+      attempts += 1
+      update(.connecting(attempt: attempts))
       var retryAfter: Duration = .zero
       let reason: String
       do {
@@ -48,6 +68,7 @@ public final class ConnectionManager: Sendable {
             for service in services { group.addTask { try await service.run(in: session, tracker: self.tracker) } }
             update(.live)
             failures = 0
+            attempts = 0
             defer { group.cancelAll() }
             try await group.next()
           }
@@ -84,5 +105,6 @@ public final class ConnectionManager: Sendable {
       return state
     }
     tracker.setConnection(next)
+    observers.withLock { observers in for observer in observers.values { observer.yield(next) } }
   }
 }

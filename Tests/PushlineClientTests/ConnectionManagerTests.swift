@@ -110,4 +110,31 @@ struct ConnectionManagerTests {
     #expect(tracker.modes.browse.map(\.cardID) == ["a", "b"])
     #expect(tracker.modes.browse.first?.card.priority == 2)
   }
+
+  @Test func theStateStreamTellsConnectingLiveAndBackingOff() async throws {
+    let drop = RPCError(code: .unavailable, message: "cut")
+    let connector = ScriptedConnector([.refuse(drop), .serve(snapshot: nil, updates: [], then: drop)])
+    let tracker = TrackerDataManager(cache: try CardCache(persistence: nil), topics: ["t"], configuration: .init(nowMillis: clock.function))
+    let sleeps = Mutex(0)
+    let manager = ConnectionManager(
+      connector: connector, services: [ServiceDataManager(name: "svc", topic: "t")], tracker: tracker, nowMillis: clock.function,
+      sleep: { _ in
+        // The third backoff ends the run.
+        if sleeps.withLock({ $0 += 1; return $0 }) == 3 { throw CancellationError() }
+      }, unitRandom: { 0 })
+    let states = manager.stateUpdates()
+    await manager.run()
+    var phases: [String] = []
+    for await state in states {
+      switch state.phase {
+      case .idle: phases.append("idle")
+      case .connecting(let attempt): phases.append("connecting \(attempt)")
+      case .live: phases.append("live")
+      case .backingOff: phases.append("backing off")
+      case .stopped: phases.append("stopped")
+      }
+      if phases.count == 7 { break }
+    }
+    #expect(phases == ["idle", "connecting 1", "backing off", "connecting 2", "live", "backing off", "connecting 1"])
+  }
 }
