@@ -1,4 +1,3 @@
-import Foundation
 import NIOCore
 import PushlineRPC
 import PushlineSchema
@@ -84,7 +83,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
     output?.readStarted()
     let element = unwrapInboundIn(data)
-    execute(machine.received(element, serverTimeMillis: Int64(Date().timeIntervalSince1970 * 1_000)))
+    execute(machine.received(element, serverTimeMillis: WallClock.systemMillis()))
   }
 
   func channelReadComplete(context: ChannelHandlerContext) {
