@@ -66,6 +66,7 @@ public struct ClientConnectionStateMachine: Sendable {
     var calls: Set<UInt32> = []
     var nextCallID: UInt32 = 1
     var lastServedCallID: UInt32?
+    var messages = MessageReassembly()
   }
 
   private enum State: Sendable {
@@ -145,16 +146,22 @@ public struct ClientConnectionStateMachine: Sendable {
     switch frame.kind {
     case .message:
       guard open.calls.contains(frame.callID) else { return [] }  // Cancelled, or never ours.
-      guard let flag = frame.payload.first, flag <= 1 else { return violation("MESSAGE without a valid compressed flag") }
-      if frame.payload.count - 1 > open.server.limits.maxMessageSize {
+      switch open.messages.receive(frame, limit: open.server.limits.maxMessageSize) {
+      case .incomplete:
+        return []
+      case .complete(let flag, let message) where flag <= 1:
+        return [.deliverMessage(callID: frame.callID, payload: message, compressed: flag == 1)]
+      case .complete, .malformed:
+        return violation("MESSAGE without a valid compressed flag")
+      case .tooLarge(let bytes):
         open.calls.remove(frame.callID)
         let cancel = ConnectionElement.frame(Frame(kind: .cancel, callID: frame.callID))
-        return [.write([cancel]), finish(frame.callID, .resourceExhausted, "a response of \(frame.payload.count - 1) bytes, limit \(open.server.limits.maxMessageSize)")]
+        return [.write([cancel]), finish(frame.callID, .resourceExhausted, "a response of \(bytes) bytes, limit \(open.server.limits.maxMessageSize)")]
           + closeIfDrained(open)
       }
-      return [.deliverMessage(callID: frame.callID, payload: Array(frame.payload.dropFirst()), compressed: flag == 1)]
     case .status:
       guard open.calls.remove(frame.callID) != nil else { return [] }
+      open.messages.discard(callID: frame.callID)
       guard let status = try? CallStatus(serializedBytes: frame.payload) else {
         return [finish(frame.callID, .internal, "malformed status from the server")] + closeIfDrained(open)
       }
@@ -171,6 +178,7 @@ public struct ClientConnectionStateMachine: Sendable {
       open.lastServedCallID = min(goAway.lastCallID, open.lastServedCallID ?? .max)
       let refused = open.calls.filter { $0 > goAway.lastCallID }.sorted()
       open.calls.subtract(refused)
+      for callID in refused { open.messages.discard(callID: callID) }
       let finishes = refused.map { finish($0, .unavailable, "the server went away before serving the call") }
       return [.goAwayReceived(goAway)] + finishes + closeIfDrained(open)
     case .handshake, .callStart, .cancel:
@@ -210,7 +218,8 @@ public struct ClientConnectionStateMachine: Sendable {
   /// Sends a request message (already compressed if `compressed`).
   public func send(message: [UInt8], compressed: Bool, callID: UInt32) -> [Action] {
     guard case .open(let open) = state, open.calls.contains(callID) else { return [] }
-    return [.write([.frame(Frame(kind: .message, callID: callID, payload: [compressed ? 1 : 0] + message))])]
+    let frames = MessageFraming.frames(for: message, compressed: compressed, callID: callID, maxFrameSize: open.server.limits.maxFrameSize)
+    return [.write(frames.map(ConnectionElement.frame))]
   }
 
   /// Ends the requests of a call.
@@ -222,6 +231,7 @@ public struct ClientConnectionStateMachine: Sendable {
   /// Abandons a call: CANCEL to the server, CANCELLED to the caller.
   public mutating func cancel(callID: UInt32) -> [Action] {
     guard case .open(var open) = state, open.calls.remove(callID) != nil else { return [] }
+    open.messages.discard(callID: callID)
     state = .open(open)
     return [.write([.frame(Frame(kind: .cancel, callID: callID))]), finish(callID, .cancelled, "cancelled by the client")]
       + closeIfDrained(open)

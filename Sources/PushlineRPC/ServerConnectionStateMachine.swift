@@ -81,6 +81,7 @@ public struct ServerConnectionStateMachine: Sendable {
     /// Set once a GOAWAY is sent or received: the last call id still served.
     var lastServedCallID: UInt32?
     var pingsWithoutActivity = 0
+    var messages = MessageReassembly()
   }
 
   private enum State: Sendable {
@@ -220,57 +221,63 @@ public struct ServerConnectionStateMachine: Sendable {
     switch frame.kind {
     case .cancel:
       open.calls[frame.callID] = nil
+      open.messages.discard(callID: frame.callID)
       return [.cancelCall(callID: frame.callID)] + closeIfDrained(open, after: [])
     case .halfClose:
+      guard !open.messages.isUnfinished(callID: frame.callID) else {
+        return refuse(frame.callID, .internal, "HALF_CLOSE in the middle of a message", open: &open)
+      }
       open.calls[frame.callID] = true
       return [.deliverEndOfRequests(callID: frame.callID)]
     default:
-      guard let flag = frame.payload.first, flag <= 1 else {
+      guard !halfClosed else { return refuse(frame.callID, .internal, "a message after the end of the requests", open: &open) }
+      switch open.messages.receive(frame, limit: open.peer.limits.maxMessageSize) {
+      case .incomplete:
+        return []
+      case .malformed:
         return violation(.internal, "MESSAGE on call \(frame.callID) without a valid compressed flag")
-      }
-      let refusal: (StatusCode, String)? =
-        if halfClosed {
-          (.internal, "a message after the end of the requests")
-        } else if flag == 1 && open.peer.compression == .identity {
-          (.internal, "a compressed message on a connection without compression")
-        } else if frame.payload.count - 1 > open.peer.limits.maxMessageSize {
-          (.resourceExhausted, "a message of \(frame.payload.count - 1) bytes, limit \(open.peer.limits.maxMessageSize)")
-        } else {
-          nil
+      case .tooLarge(let bytes):
+        return refuse(frame.callID, .resourceExhausted, "a message of \(bytes) bytes, limit \(open.peer.limits.maxMessageSize)", open: &open)
+      case .complete(let flag, let message):
+        guard flag <= 1 else { return violation(.internal, "MESSAGE on call \(frame.callID) without a valid compressed flag") }
+        guard flag == 0 || open.peer.compression != .identity else {
+          return refuse(frame.callID, .internal, "a compressed message on a connection without compression", open: &open)
         }
-      if let (code, message) = refusal {
-        open.calls[frame.callID] = nil
-        return [.cancelCall(callID: frame.callID), .write([Self.status(frame.callID, code, message)])]
-          + closeIfDrained(open, after: [])
+        return [.deliverMessage(callID: frame.callID, payload: message, compressed: flag == 1)]
       }
-      return [.deliverMessage(callID: frame.callID, payload: Array(frame.payload.dropFirst()), compressed: flag == 1)]
     }
+  }
+
+  /// Ends a call the client broke the rules of, with `code`; the connection carries on.
+  private mutating func refuse(_ callID: UInt32, _ code: StatusCode, _ message: String, open: inout Open) -> [Action] {
+    open.calls[callID] = nil
+    open.messages.discard(callID: callID)
+    return [.cancelCall(callID: callID), .write([Self.status(callID, code, message)])] + closeIfDrained(open, after: [])
   }
 
   // MARK: Input from the handlers and the server
 
   /// A handler produced a response message (already compressed if `compressed`).
   public mutating func send(message: [UInt8], compressed: Bool, callID: UInt32) -> [Action] {
-    messageFrame(message, compressed: compressed, callID: callID).map { [.write([.frame($0)])] } ?? []
+    let frames = messageFrames(message, compressed: compressed, callID: callID)
+    return frames.isEmpty ? [] : [.write(frames.map(ConnectionElement.frame))]
   }
 
-  /// The MESSAGE frame that carries a handler's response, or `nil` when the call is over: what
+  /// The MESSAGE frames that carry a handler's response (one unless the message is larger than
+  /// the client's frames), or none when the call is over: what
   /// ``send(message:compressed:callID:)`` writes, for a transport that writes a stream's
   /// responses one by one and would rather not build an array of actions for each.
-  public mutating func messageFrame(_ message: [UInt8], compressed: Bool, callID: UInt32) -> Frame? {
-    guard case .open(var open) = state, open.calls[callID] != nil else { return nil }
+  public mutating func messageFrames(_ message: [UInt8], compressed: Bool, callID: UInt32) -> [Frame] {
+    guard case .open(var open) = state, open.calls[callID] != nil else { return [] }
     open.pingsWithoutActivity = 0
     state = .open(open)
-    var payload = [UInt8]()
-    payload.reserveCapacity(1 + message.count)
-    payload.append(compressed ? 1 : 0)
-    payload.append(contentsOf: message)
-    return Frame(kind: .message, callID: callID, payload: payload)
+    return MessageFraming.frames(for: message, compressed: compressed, callID: callID, maxFrameSize: open.peer.limits.maxFrameSize)
   }
 
   /// A handler finished: send its status, which ends the call.
   public mutating func finishCall(callID: UInt32, status: CallStatus) -> [Action] {
     guard case .open(var open) = state, open.calls.removeValue(forKey: callID) != nil else { return [] }
+    open.messages.discard(callID: callID)
     state = .open(open)
     let frame = ConnectionElement.frame(Frame(kind: .status, callID: callID, payload: status.serializedBytes()))
     let close = closeIfDrained(open, after: [frame])

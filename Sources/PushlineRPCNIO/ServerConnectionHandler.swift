@@ -123,10 +123,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
   /// Writes a response message of `callID` (already compressed if `compressed`).
   func send(_ message: [UInt8], compressed: Bool, callID: UInt32) -> SendOutcome {
-    guard let context, let output, let frame = machine.messageFrame(message, compressed: compressed, callID: callID) else {
-      return .callOver
-    }
-    output.write(wrapOutboundOut(.frame(frame)))
+    guard let context, let output else { return .callOver }
+    let frames = machine.messageFrames(message, compressed: compressed, callID: callID)
+    guard !frames.isEmpty else { return .callOver }
+    for frame in frames { output.write(wrapOutboundOut(.frame(frame))) }
     guard !context.channel.isWritable else { return .sent }
     output.flush()
     return context.channel.isWritable ? .sentAndFlushed : .sentMustWait

@@ -128,6 +128,30 @@ struct PythonClientTests {
     }
   }
 
+  /// 1,200 cards of 1,000 letters, about 1.3 MB without compression: Python's publish and the
+  /// broker's answer to get-cards each cross in two MESSAGE frames of the default 1 MiB.
+  @Test func messagesLargerThanAFrameCrossInSeveral() async throws {
+    try await withBroker { port, running in
+      let writer = try await Self.token(running, .publisher), reader = try await Self.token(running, .subscriber)
+      let letters = Array("abcdefghijklmnopqrstuvwxyz ".utf8)
+      let cards = (0..<1_200).map { index in
+        Self.card("c\(index)", priority: Double(index), title: String(decoding: (0..<1_000).map { _ in letters.randomElement()! }, as: UTF8.self))
+      }
+      let input = try cards.map { try Self.json($0, oneLine: true) + "\n" }.joined()
+      let published = try await PythonClient.run(
+        ["-v", "--identity", "publish", "127.0.0.1:\(port)", "--token", writer, "--topic", "driver/many"], input: input)
+      #expect(published.status == 0, "\(published.errorText.suffix(2_000))")
+      #expect(published.errorText.contains("-> MESSAGE call 1 1048576 bytes CONTINUES"), "\(published.errorText.suffix(2_000))")
+
+      let pulled = try await PythonClient.run(["-v", "--identity", "get-cards", "127.0.0.1:\(port)", "--token", reader, "--topic", "driver/many"])
+      #expect(pulled.status == 0, "\(pulled.errorText.suffix(2_000))")
+      #expect(pulled.errorText.contains("<- MESSAGE call 1 1048576 bytes CONTINUES"), "\(pulled.errorText.suffix(2_000))")
+      let snapshot = try PythonClient.object(try #require(pulled.lines.first))
+      let received = try PythonClient.cards((snapshot["changes"] as? [[String: Any]])?.map { $0["card"] as Any })
+      #expect(received.sorted { $0.cardID < $1.cardID } == cards.sorted { $0.cardID < $1.cardID })
+    }
+  }
+
   @Test func aBadTokenGivesUnauthenticated() async throws {
     try await withBroker { port, _ in
       let garbage = try await PythonClient.run(

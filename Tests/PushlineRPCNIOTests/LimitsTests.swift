@@ -24,6 +24,24 @@ struct LimitsTests {
     }
   }
 
+  /// With the default limits (1 MiB frames, 4 MiB messages), a 3 MB request and its response
+  /// each cross in several MESSAGE frames — random letters, so that deflate leaves them over a
+  /// frame — and the connection keeps serving.
+  @Test("messages larger than a frame", arguments: [[Compression.deflate], []])
+  func messagesLargerThanAFrame(compressions: [Compression]) async throws {
+    try await LoopbackTests.withServer { port in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port, configuration: .init(compressions: compressions)) { connection in
+        let letters = Array("abcdefghijklmnopqrstuvwxyz".utf8)
+        var request = MetadataEntry(key: "big")
+        request.value = String(decoding: (0..<3_000_000).map { _ in letters.randomElement()! }, as: UTF8.self)
+        let response = try await connection.unary(LoopbackTests.echo, request: request, response: MetadataEntry.self)
+        #expect(response.value == request.value?.uppercased())
+        let after = try await connection.unary(LoopbackTests.echo, request: MetadataEntry(key: "after"), response: MetadataEntry.self)
+        #expect(after.key == "after")
+      }
+    }
+  }
+
   /// A response over the message size the client announced ends the call RESOURCE_EXHAUSTED on
   /// the client, which cancels it on the server.
   @Test func aResponseOverTheMessageLimitIsResourceExhausted() async throws {

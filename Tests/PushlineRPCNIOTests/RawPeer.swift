@@ -14,7 +14,9 @@ enum RawPeer {
       channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
     }
     return try await channel.executeThenClose { inbound, outbound in
-      try await outbound.write(ByteBuffer(bytes: bytes))
+      // The server may already have closed (an idle timeout that fired first, say): what it
+      // sent before closing is still read below, and that is what the tests judge.
+      try? await outbound.write(ByteBuffer(bytes: bytes))
       var received = ByteBuffer()
       for try await chunk in inbound { received.writeImmutableBuffer(chunk) }  // Until the server closes.
       return received

@@ -47,6 +47,7 @@ KIND_NAMES = ["HANDSHAKE", "CALL_START", "MESSAGE", "HALF_CLOSE", "STATUS", "CAN
 # Protocol defaults for absent Limits values (2.2: frame 1 MiB; 3.3: message 4 MiB; the 2.8
 # transcript announces 100 calls).
 DEFAULT_MAX_FRAME = 1 << 20
+CONTINUES = 0x01  # MESSAGE flag: the message continues in the call's next MESSAGE frame (2.3)
 DEFAULT_MAX_MESSAGE = 4 << 20
 DEFAULT_MAX_CALLS = 100
 
@@ -175,6 +176,7 @@ class _Call:
         self.status = None  # CallStatus once ended
         self.error: RPCError | None = None  # ended locally (GOAWAY, connection lost, bad message)
         self.deadline: float | None = None
+        self.unfinished: bytearray | None = None  # a message whose MESSAGE frames are still arriving (2.3)
 
     @property
     def ended(self):
@@ -189,19 +191,13 @@ class Connection:
     """
 
     def __init__(self, host: str, port: int, token: str | None = None, *, messages: Messages,
-                 compressions=(DEFLATE, IDENTITY), max_frame_size=None,
+                 compressions=(DEFLATE, IDENTITY), max_frame_size=DEFAULT_MAX_FRAME,
                  max_message_size=DEFAULT_MAX_MESSAGE, max_concurrent_calls=DEFAULT_MAX_CALLS,
                  user_agent="pushline-python", connect_timeout=10.0, log=None):
         self.m = messages
         self.log = log  # a callable taking a line, or None
         self.token = token
         self.compressions = list(compressions)
-        if max_frame_size is None:
-            # A message travels in one MESSAGE frame (flag byte + message), and the broker sends
-            # messages up to the message limit without regard to the frame limit the client
-            # announced (see README.md, "Where PROTOCOL.md was insufficient"): announce frames
-            # large enough for any message this connection accepts.
-            max_frame_size = min(max_message_size + 1, MAX_FRAME_LIMIT)
         self.announced = {"frame": max_frame_size, "message": max_message_size, "calls": max_concurrent_calls}
         self.sock = socket.create_connection((host, port), timeout=connect_timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -243,12 +239,19 @@ class Connection:
             raise RPCError(UNAVAILABLE, f"connection lost: {error}") from None
         self.last_sent = time.monotonic()
 
-    def _send_frame(self, kind: int, call_id: int, payload: bytes = b""):
+    def _send_frame(self, kind: int, call_id: int, payload: bytes = b"", flags: int = 0):
         if len(payload) > self.limits["frame"]:
             raise PushlineError(f"a {KIND_NAMES[kind]} payload of {len(payload)} bytes exceeds the frame limit {self.limits['frame']}")
-        header = struct.pack(">I", len(payload))[1:] + bytes([kind, 0]) + struct.pack(">I", call_id & 0x7FFFFFFF)
-        self._trace(f"-> {KIND_NAMES[kind]} call {call_id} {len(payload)} bytes")
+        header = struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", call_id & 0x7FFFFFFF)
+        self._trace(f"-> {KIND_NAMES[kind]} call {call_id} {len(payload)} bytes" + (" CONTINUES" if flags & CONTINUES else ""))
         self._send(header + payload)
+
+    def _send_message(self, call_id: int, payload: bytes):
+        """Sends a MESSAGE payload (flag byte + message) in frames no longer than the agreed limit (2.3)."""
+        size = self.limits["frame"]
+        for start in range(0, max(len(payload), 1), size):
+            more = start + size < len(payload)
+            self._send_frame(MESSAGE, call_id, payload[start:start + size], CONTINUES if more else 0)
 
     def _recv_some(self, timeout: float | None) -> bool:
         """Reads what has arrived into the buffer; False on timeout. Raises on EOF."""
@@ -281,26 +284,27 @@ class Connection:
         """(length, kind, call id) of the frame at the buffer's start, checked (2.2)."""
         header = bytes(self.buffer[:FRAME_HEADER])
         length = int.from_bytes(header[0:3], "big")
-        kind, _flags = header[3], header[4]  # flags are reserved: ignored on receipt
+        kind, flags = header[3], header[4]  # only MESSAGE's CONTINUES is defined; others are ignored
         raw_id = int.from_bytes(header[5:9], "big")
         if raw_id & 0x80000000:
             self._violation("the reserved bit R is set")
         if length > self.announced["frame"]:
             # Rejected as soon as the header has arrived, without waiting for the payload.
             self._violation(f"a frame of {length} bytes exceeds the announced maximum {self.announced['frame']}")
-        return length, kind, raw_id
+        return length, kind, flags, raw_id
 
     def _next_frame(self, timeout: float | None):
-        """The next complete frame (kind, call id, payload), or None when `timeout` passes."""
+        """The next complete frame (kind, flags, call id, payload), or None when `timeout` passes."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if len(self.buffer) >= FRAME_HEADER:
-                length, kind, call_id = self._parse_header()
+                length, kind, flags, call_id = self._parse_header()
                 if len(self.buffer) >= FRAME_HEADER + length:
                     payload = bytes(self.buffer[FRAME_HEADER:FRAME_HEADER + length])
                     del self.buffer[:FRAME_HEADER + length]
-                    self._trace(f"<- {KIND_NAMES[kind] if kind < len(KIND_NAMES) else hex(kind)} call {call_id} {length} bytes")
-                    return kind, call_id, payload
+                    more = " CONTINUES" if kind == MESSAGE and flags & CONTINUES else ""
+                    self._trace(f"<- {KIND_NAMES[kind] if kind < len(KIND_NAMES) else hex(kind)} call {call_id} {length} bytes{more}")
+                    return kind, flags, call_id, payload
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return None
@@ -371,7 +375,7 @@ class Connection:
             if frame is None:
                 self.close()
                 raise PushlineError("timed out waiting for the ServerHello")
-            kind, call_id, payload = frame
+            kind, flags, call_id, payload = frame
             if kind == HANDSHAKE:
                 break
             if kind == GOAWAY:
@@ -413,6 +417,18 @@ class Connection:
             self._trace(f"   compressed message sent: {len(data)} -> {len(compressed)} bytes")
             return b"\x01" + compressed
         return b"\x00" + data
+
+    def _reassemble(self, call: _Call, payload: bytes, continues: int) -> bytes | None:
+        """The whole MESSAGE payload once its last frame has arrived, else None (2.3)."""
+        if call.unfinished is None and not continues:
+            return payload
+        call.unfinished = (call.unfinished or bytearray()) + payload
+        if len(call.unfinished) - 1 > self.limits["message"]:
+            raise RPCError(RESOURCE_EXHAUSTED, f"a message of more than {self.limits['message']} bytes")
+        if continues:
+            return None
+        message, call.unfinished = bytes(call.unfinished), None
+        return message
 
     def _decode_message(self, payload: bytes) -> bytes:
         """The message bytes of a MESSAGE payload; raises RPCError (the call's end) when bad."""
@@ -468,7 +484,7 @@ class Connection:
             if time.monotonic() - self.last_sent >= self.keepalive:
                 self._send_frame(PING, 0, os.urandom(8))
             return
-        kind, call_id, payload = frame
+        kind, flags, call_id, payload = frame
         if kind == PING:
             if call_id != 0 or len(payload) != 8:
                 self._violation("a PING that is not 8 bytes on call 0")
@@ -487,7 +503,9 @@ class Connection:
                 return
             if kind == MESSAGE:
                 try:
-                    call.messages.append(self._decode_message(payload))
+                    message = self._reassemble(call, payload, flags & CONTINUES)
+                    if message is not None:
+                        call.messages.append(self._decode_message(message))
                 except RPCError as error:
                     call.error = error
                     self._send_frame(CANCEL, call.id)
@@ -540,7 +558,7 @@ class Connection:
             start.timeoutMillis = max(1, int(timeout * 1000))
             call.deadline = time.monotonic() + timeout
         self._send_frame(CALL_START, call.id, start.SerializeToString())
-        self._send_frame(MESSAGE, call.id, self._encode_message(request))
+        self._send_message(call.id, self._encode_message(request))
         self._send_frame(HALF_CLOSE, call.id)
         return call
 
