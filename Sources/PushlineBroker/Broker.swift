@@ -114,22 +114,32 @@ public final class Broker: Sendable {
   ///   or `CancellationError`.
   public func nextUpdates(for subscription: Subscription) async throws -> [TopicUpdate] {
     while true {
-      let overflowed = subscription.topicsNeedingSnapshot
-      if !overflowed.isEmpty {
-        let now = configuration.nowMillis()
-        state.withLock { state in
-          for name in overflowed {
-            let topic = Self.topic(name, in: &state)
-            subscription.resynchronize(topic, snapshot: topic.snapshot(nowMillis: now))
-          }
+      let updates = try readyUpdates(for: subscription)
+      if !updates.isEmpty { return updates }
+      try await subscription.waitUntilReady()
+    }
+  }
+
+  /// The updates `subscription` can send now, possibly none; a topic whose queue overflowed
+  /// gets its fresh snapshot here.
+  ///
+  /// - Throws: the ``RPCError`` that ended the subscription.
+  func readyUpdates(for subscription: Subscription) throws(RPCError) -> [TopicUpdate] {
+    let overflowed = subscription.topicsNeedingSnapshot
+    if !overflowed.isEmpty {
+      let now = configuration.nowMillis()
+      state.withLock { state in
+        for name in overflowed {
+          let topic = Self.topic(name, in: &state)
+          subscription.resynchronize(topic, snapshot: topic.snapshot(nowMillis: now))
         }
       }
-      let updates = try await subscription.next(maxChanges: configuration.maxChangesPerUpdate, nowMillis: configuration.nowMillis)
-      if !updates.isEmpty {
-        configuration.metrics.deliveredChanges.increment(by: updates.reduce(0) { $0 + $1.changes.count })
-        return updates
-      }
     }
+    let updates = try subscription.takeReady(maxChanges: configuration.maxChangesPerUpdate, nowMillis: configuration.nowMillis()) ?? []
+    if !updates.isEmpty {
+      configuration.metrics.deliveredChanges.increment(by: updates.reduce(0) { $0 + $1.changes.count })
+    }
+    return updates
   }
 
   /// Stops feeding `subscription`.

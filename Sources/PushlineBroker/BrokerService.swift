@@ -27,6 +27,12 @@ public enum BrokerService {
       let principal = try await authority.authenticate(context.peer.authToken)
       let subscription = try broker.subscribe(request, for: principal)
       defer { broker.unsubscribe(subscription) }
+      // The transport pulls the subscription's updates on the connection's event loop when
+      // the fan-out wakes it: no task switch per delivery. Without a pump, this task writes.
+      if let pump = writer.pump(from: SubscriptionResponses(broker: broker, subscription: subscription)) {
+        subscription.drain(with: pump)
+        try await subscription.waitUntilEnded()
+      }
       while true {
         for update in try await broker.nextUpdates(for: subscription) { try await writer.write(update) }
       }

@@ -2,11 +2,12 @@ import PushlineRPC
 import PushlineSchema
 import Synchronization
 
-/// One subscriber's stream: the topics it follows, its coalescing outbound queue, and the
-/// task that writes to it, which waits in ``next(nowMillis:)`` while there is nothing to send.
+/// One subscriber's stream: the topics it follows, its coalescing outbound queue, and who
+/// drains it — the transport's pump (woken when the queue gains something, it pulls on the
+/// connection's event loop), or a task waiting in ``waitUntilReady()``.
 ///
 /// The broker fills the queue (under its own lock, so the queue sees a topic's changes in
-/// offset order); the stream's writer drains it as fast as the connection takes the bytes.
+/// offset order); the drain takes from it as fast as the connection takes the bytes.
 /// While the connection is slow, newer card versions replace queued ones, so memory is
 /// bounded by the cards of the subscribed topics, never by the publish rate.
 public final class Subscription: Sendable {
@@ -23,9 +24,28 @@ public final class Subscription: Sendable {
     var queue = OutboundQueue()
     var topics: [String: TopicProgress] = [:]
     var waiter: CheckedContinuation<Void, any Error>?
+    var pump: (any ResponsePump)?
+    /// The stream's handler, waiting in ``waitUntilEnded()`` while the pump drains.
+    var endWaiter: CheckedContinuation<Void, any Error>?
     var ended: RPCError?
     var watermarkDue = false
     var lastSentMillis: Int64
+
+    /// Whoever drains the queue, to be woken once the lock is released.
+    mutating func drainer() -> Drainer {
+      Drainer(waiter: waiter.take(), pump: pump)
+    }
+  }
+
+  /// Wakes a queue's drain: its waiting task, or its pump.
+  struct Drainer {
+    var waiter: CheckedContinuation<Void, any Error>?
+    var pump: (any ResponsePump)?
+
+    func wake() {
+      waiter?.resume()
+      pump?.wake()
+    }
   }
 
   /// Who subscribed.
@@ -43,7 +63,7 @@ public final class Subscription: Sendable {
   /// topic's entries are dropped in favour of a snapshot. Returns whether the change
   /// replaced a queued older version of its card.
   func enqueue(_ record: CardRecord, topic: String) -> Bool {
-    let (waiter, coalesced) = state.withLock { state -> (CheckedContinuation<Void, any Error>?, Bool) in
+    let (drainer, coalesced) = state.withLock { state -> (Drainer?, Bool) in
       guard state.ended == nil, var progress = state.topics[topic], !progress.needsSnapshot else { return (nil, false) }
       progress.queuedThrough = record.offset
       var coalesced = false
@@ -54,9 +74,9 @@ public final class Subscription: Sendable {
         coalesced = state.queue.append(record.change, topic: topic)
       }
       state.topics[topic] = progress
-      return (state.waiter.take(), coalesced)
+      return (state.drainer(), coalesced)
     }
-    waiter?.resume()
+    drainer?.wake()
     return coalesced
   }
 
@@ -66,15 +86,15 @@ public final class Subscription: Sendable {
   /// Starts following `topic` (broker lock held): `catchUp` brings the client from its
   /// position to the top, or `snapshot` replaces its copy.
   func attach(_ topic: TopicState, catchUp: [CardRecord]?, snapshot: TopicUpdate?) {
-    let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+    let drainer = state.withLock { state in
       state.topics[topic.name] = TopicProgress(epoch: topic.epoch, queuedThrough: topic.topOffset)
       if let snapshot { state.queue.append(snapshot: snapshot) }
       for record in catchUp ?? [] { state.queue.append(record.change, topic: topic.name) }
       // A resume with nothing to catch up still confirms the position at once.
       if catchUp?.isEmpty == true { state.watermarkDue = true }
-      return state.waiter.take()
+      return state.drainer()
     }
-    waiter?.resume()
+    drainer.wake()
   }
 
   /// The topics whose queue overflowed and which need a snapshot.
@@ -94,47 +114,74 @@ public final class Subscription: Sendable {
   /// Marks a watermark due when nothing was sent for `interval`, so an idle client still
   /// learns its cards are current.
   func markWatermarkDueIfIdle(nowMillis: Int64, intervalMillis: Int64) {
-    let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+    let drainer = state.withLock { state -> Drainer? in
       guard state.queue.isEmpty, nowMillis - state.lastSentMillis >= intervalMillis else { return nil }
       state.watermarkDue = true
-      return state.waiter.take()
+      return state.drainer()
     }
-    waiter?.resume()
+    drainer?.wake()
   }
 
   /// Ends the stream with `error` (the token expired, the broker shuts down).
   func end(with error: RPCError) {
-    let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+    let (drainer, endWaiter) = state.withLock { state in
       if state.ended == nil { state.ended = error }
-      return state.waiter.take()
+      return (state.drainer(), state.endWaiter.take())
     }
-    waiter?.resume()
+    drainer.wake()
+    endWaiter?.resume()
   }
 
-  /// The next updates to write, waiting until there are some; `maxChanges` bounds one batch.
-  /// Empty when a topic needs a snapshot after an overflow: the broker queues it, then asks again.
+  /// Hands the queue to the transport's `pump`, woken from now on whenever there is something
+  /// to send — at once, for what is already queued.
+  func drain(with pump: any ResponsePump) {
+    state.withLock { $0.pump = pump }
+    pump.wake()
+  }
+
+  /// Waits until the stream ends, while a pump drains it.
   ///
   /// - Throws: the ``RPCError`` the stream ended with, or `CancellationError`.
-  func next(maxChanges: Int, nowMillis: @Sendable () -> Int64) async throws -> [TopicUpdate] {
+  func waitUntilEnded() async throws -> Never {
     while true {
       try Task.checkCancellation()
-      if let updates = try takeReady(maxChanges: maxChanges, nowMillis: nowMillis()) { return updates }
+      if let ended = state.withLock({ $0.ended }) { throw ended }
       try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-          let ready = state.withLock { state in
-            if Task.isCancelled || state.ended != nil || !state.queue.isEmpty || state.watermarkDue
-              || state.topics.values.contains(where: \.needsSnapshot)
-            {
-              return true
-            }
-            state.waiter = continuation
+          let over = state.withLock { state in
+            guard !Task.isCancelled, state.ended == nil else { return true }
+            state.endWaiter = continuation
             return false
           }
-          if ready { continuation.resume() }  // takeReady throws for an ended stream; checkCancellation for a cancelled one
+          if over { continuation.resume() }
         }
       } onCancel: {
-        state.withLock { $0.waiter.take() }?.resume(throwing: CancellationError())
+        state.withLock { $0.endWaiter.take() }?.resume(throwing: CancellationError())
       }
+    }
+  }
+
+  /// Waits until the queue may have something to take (or the stream ended, or a topic needs
+  /// its snapshot), for a drain that runs in a task.
+  ///
+  /// - Throws: `CancellationError`.
+  func waitUntilReady() async throws {
+    try Task.checkCancellation()
+    try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+        let ready = state.withLock { state in
+          if Task.isCancelled || state.ended != nil || !state.queue.isEmpty || state.watermarkDue
+            || state.topics.values.contains(where: \.needsSnapshot)
+          {
+            return true
+          }
+          state.waiter = continuation
+          return false
+        }
+        if ready { continuation.resume() }
+      }
+    } onCancel: {
+      state.withLock { $0.waiter.take() }?.resume(throwing: CancellationError())
     }
   }
 

@@ -6,15 +6,30 @@ public import PushlineWire
 /// INVALID_ARGUMENT naming the decoding error; an ``RPCError`` thrown by the handler ends it
 /// with that status; cancellation with CANCELLED; any other error with UNKNOWN.
 public struct RPCRouter: Sendable {
-  /// Sends one response message of a call. It returns once the transport has taken the
-  /// message — at once while the connection can take more bytes, later when its outbound buffer
-  /// is full — so a handler that streams cannot outrun a slow client; it throws CANCELLED once
-  /// the call is over.
-  public typealias ResponseSink = @Sendable (_ message: [UInt8]) async throws -> Void
+  /// How a handler's responses reach the transport.
+  public struct ResponseSink: Sendable {
+    /// Sends one response message of a call. It returns once the transport has taken the
+    /// message — at once while the connection can take more bytes, later when its outbound
+    /// buffer is full — so a handler that streams cannot outrun a slow client; it throws
+    /// CANCELLED once the call is over.
+    public var send: @Sendable (_ message: [UInt8]) async throws -> Void
+    /// Hands the call's responses to a ``ResponseSource`` that the transport pulls from, and
+    /// returns the pump that wakes it; `nil` when the transport has no such path.
+    public var pump: (@Sendable (any ResponseSource) -> any ResponsePump)?
+
+    /// A sink; transports create these.
+    public init(
+      send: @escaping @Sendable (_ message: [UInt8]) async throws -> Void,
+      pump: (@Sendable (any ResponseSource) -> any ResponsePump)? = nil
+    ) {
+      self.send = send
+      self.pump = pump
+    }
+  }
 
   /// A method's handler over raw bytes: the transport's view of every registered method. It
   /// throws only ``RPCError``s.
-  public typealias Handler = @Sendable (_ request: [UInt8], _ respond: @escaping ResponseSink, _ context: ServerContext) async throws
+  public typealias Handler = @Sendable (_ request: [UInt8], _ respond: ResponseSink, _ context: ServerContext) async throws
     -> Void
 
   /// How many response messages a method sends.
@@ -41,7 +56,7 @@ public struct RPCRouter: Sendable {
     registered[method] = (.unary, { bytes, respond, context in
       let request = try Self.decode(Request.self, bytes)
       let response = try await Self.mappingErrors { try await handler(request, context) }
-      try await respond(response.serializedBytes())
+      try await respond.send(response.serializedBytes())
     })
   }
 

@@ -12,6 +12,14 @@ public struct ResponseWriter<Response: WireMessage>: Sendable {
   /// - Throws: ``RPCError`` CANCELLED once the call is over (the client cancelled or left).
   @inlinable  // Specialised in the handler's module: no generic dispatch per message.
   public func write(_ response: Response) async throws {
-    try await sink(response.serializedBytes())
+    try await sink.send(response.serializedBytes())
+  }
+
+  /// Hands the stream's writing to `source`, which the transport then pulls from on its own
+  /// executor whenever the returned pump is woken and the connection can take bytes: the
+  /// handler no longer writes (it waits for the stream's end), and no response costs a task
+  /// switch. `nil` when the transport cannot; write with ``write(_:)`` then.
+  public func pump(from source: some ResponseSource) -> (any ResponsePump)? {
+    sink.pump?(source)
   }
 }

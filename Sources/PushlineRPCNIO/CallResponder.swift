@@ -40,6 +40,11 @@ struct CallResponder: Sendable {
     }
   }
 
+  /// Hands the call's responses to `source`, pulled on the loop when the returned pump is woken.
+  func pump(_ source: any ResponseSource) -> any ResponsePump {
+    CallPump(connection: connection, callID: callID, compresses: compresses, source: source)
+  }
+
   /// Ends the call with `status`.
   func finish(status: CallStatus) {
     guard connection.eventLoop.inEventLoop else {

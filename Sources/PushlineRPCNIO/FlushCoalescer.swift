@@ -46,6 +46,16 @@ final class FlushCoalescer {
     flush()
   }
 
+  /// Runs `writes` as one burst (a stream's responses pulled together): what they write leaves
+  /// in one flush when they are done, or with the read burst they run in.
+  func burst(_ writes: () -> Void) {
+    let wasReading = isReading
+    isReading = true
+    writes()
+    isReading = wasReading
+    if !wasReading { flush() }
+  }
+
   /// Writes `data`, flushes, and closes the channel once the last of it is written (a GOAWAY
   /// that must reach the peer before the close).
   func close(after data: [NIOAny]) {

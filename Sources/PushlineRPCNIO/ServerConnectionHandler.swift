@@ -47,6 +47,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     var deadline: Scheduled<Void>?
     /// A streaming handler's write waiting for the channel to become writable.
     var writer: CheckedContinuation<Void, any Error>?
+    /// A stream's pump waiting for the channel to become writable.
+    var pump: CallPump?
   }
 
   private var machine: ServerConnectionStateMachine
@@ -139,6 +141,22 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     calls[callID]?.writer = writer
   }
 
+  /// Whether the channel takes more bytes now.
+  var isWritable: Bool { context?.channel.isWritable ?? false }
+
+  /// Wakes `pump` once the channel is writable again (at once if it already is).
+  func wakeWhenWritable(callID: UInt32, _ pump: CallPump) {
+    guard let context, calls[callID] != nil else { return }
+    guard !context.channel.isWritable else { return pump.wake() }
+    calls[callID]?.pump = pump
+  }
+
+  /// Runs `writes` (a pump's responses) as one burst: one flush for all of them.
+  func writeBurst(_ writes: () -> Void) {
+    guard let output else { return }
+    output.burst(writes)
+  }
+
   /// A call's handler returned or threw: send the status that ends the call.
   func finish(callID: UInt32, status: CallStatus) {
     calls.removeValue(forKey: callID)?.deadline?.cancel()
@@ -212,7 +230,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     calls[callID]?.task = Task(executorPreference: executor) {
       let status: CallStatus
       do {
-        try await handler(request, responder.send, serverContext)
+        try await handler(request, RPCRouter.ResponseSink(send: responder.send, pump: responder.pump), serverContext)
         status = CallStatus(code: StatusCode.ok.rawValue)
       } catch {
         status = (error as? RPCError ?? RPCError(code: .unknown, message: "\(error)")).status
@@ -234,14 +252,17 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     call.task?.cancel()
     call.deadline?.cancel()
     calls[callID]?.writer = nil
+    calls[callID]?.pump = nil
     call.writer?.resume(throwing: CallResponder.callOver)
   }
 
-  /// The channel is writable again: every waiting writer goes on.
+  /// The channel is writable again: every waiting writer and pump goes on.
   private func resumeWriters() {
-    for (callID, call) in calls where call.writer != nil {
+    for (callID, call) in calls where call.writer != nil || call.pump != nil {
       calls[callID]?.writer = nil
+      calls[callID]?.pump = nil
       call.writer?.resume()
+      call.pump?.wake()
     }
   }
 

@@ -1,0 +1,55 @@
+import NIOCore
+import PushlineRPC
+import Synchronization
+
+/// The transport's end of a ``ResponseSource``: when woken, it pulls a stream's responses on
+/// the connection's event loop and writes them while the channel takes bytes, all of one pull
+/// in one flush — no task switch or suspension per response.
+///
+/// When the channel's buffer fills, the pump stops pulling and the connection wakes it again
+/// once the channel is writable: a slow reader leaves the responses in the source (where the
+/// broker coalesces them), not in the server's memory.
+final class CallPump: ResponsePump {
+  private let connection: NIOLoopBound<ServerConnectionHandler>
+  private let callID: UInt32
+  private let compresses: Bool
+  private let source: any ResponseSource
+  /// A pull is scheduled on the loop and has not begun: later wakes are merged into it.
+  private let isScheduled = Atomic<Bool>(false)
+
+  init(connection: NIOLoopBound<ServerConnectionHandler>, callID: UInt32, compresses: Bool, source: any ResponseSource) {
+    self.connection = connection
+    self.callID = callID
+    self.compresses = compresses
+    self.source = source
+  }
+
+  func wake() {
+    guard !isScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    connection.eventLoop.execute { self.pull() }
+  }
+
+  /// Pulls and writes until the source has nothing more or the channel is full (on the loop).
+  private func pull() {
+    isScheduled.store(false, ordering: .releasing)
+    let handler = connection.value
+    // While the channel is full, what the source holds stays there (to be coalesced).
+    guard handler.isWritable else { return handler.wakeWhenWritable(callID: callID, self) }
+    handler.writeBurst {
+      while true {
+        let responses = source.nextResponses()
+        guard !responses.isEmpty else { return }
+        var mustWait = false
+        for message in responses {
+          let compressed = compresses && message.count >= Deflate.threshold
+          switch handler.send(compressed ? Deflate.compress(message) : message, compressed: compressed, callID: callID) {
+          case .sent, .sentAndFlushed: break
+          case .sentMustWait: mustWait = true
+          case .callOver: return
+          }
+        }
+        if mustWait { return handler.wakeWhenWritable(callID: callID, self) }
+      }
+    }
+  }
+}
