@@ -1,11 +1,24 @@
 import PushlineBroker
 import Synchronization
 
-/// In-memory storage that counts commits and can be told to fail them.
+/// In-memory storage that counts commits and can be told to fail them, or to hold them until
+/// released (a slow disk, on cue).
 final class CountingStorage: BrokerStorage {
   let inner = InMemoryBrokerStorage()
   let commits = Mutex(0)
   let failing = Mutex(false)
+  /// The commits waiting for ``release()``, while commits are held.
+  let held = Mutex<[CheckedContinuation<Void, Never>]?>(nil)
+
+  /// From now on, commits wait until ``release()``.
+  func holdCommits() {
+    held.withLock { $0 = [] }
+  }
+
+  /// Lets the held commits, and all later ones, go on.
+  func release() {
+    for commit in held.withLock({ held in defer { held = nil }; return held ?? [] }) { commit.resume() }
+  }
 
   struct Failure: Error {}
 
@@ -17,6 +30,14 @@ final class CountingStorage: BrokerStorage {
 
   func commit(_ batch: StorageBatch) async throws {
     if failing.withLock({ $0 }) { throw Failure() }
+    await withCheckedContinuation { commit in
+      let waits = held.withLock { held in
+        guard held != nil else { return false }
+        held?.append(commit)
+        return true
+      }
+      if !waits { commit.resume() }
+    }
     commits.withLock { $0 += 1 }
     try await inner.commit(batch)
   }
