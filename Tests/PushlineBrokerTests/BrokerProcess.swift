@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Testing
 
@@ -13,6 +14,9 @@ final class BrokerProcess: Sendable {
 
   let process: Process
   let port: Int
+  /// Yields once, when the process has exited (waited for without holding a thread of
+  /// Swift's cooperative pool, which the other tests' brokers need).
+  private let exits: AsyncStream<Void>
 
   /// Starts the broker on `dataDirectory` and waits for its "serving on" line.
   init(dataDirectory: String, secret: String) async throws {
@@ -24,18 +28,24 @@ final class BrokerProcess: Sendable {
     process.environment = ["PUSHLINE_TOKEN_SECRET": secret]
     let output = Pipe()
     process.standardOutput = output
+    let (exits, exited) = AsyncStream<Void>.makeStream()
+    process.terminationHandler = { _ in exited.finish() }
     try process.run()
     self.process = process
+    self.exits = exits
     let handle = output.fileHandleForReading
-    let line = await Task.detached {
-      var bytes: [UInt8] = []
-      while !bytes.contains(UInt8(ascii: "\n")) {
-        let chunk = handle.availableData
-        if chunk.isEmpty { break }
-        bytes += chunk
+    // The blocking reads on a Dispatch thread, not the cooperative pool.
+    let line = await withCheckedContinuation { continuation in
+      DispatchQueue.global().async {
+        var bytes: [UInt8] = []
+        while !bytes.contains(UInt8(ascii: "\n")) {
+          let chunk = handle.availableData
+          if chunk.isEmpty { break }
+          bytes += chunk
+        }
+        continuation.resume(returning: String(decoding: bytes, as: UTF8.self))
       }
-      return String(decoding: bytes, as: UTF8.self)
-    }.value
+    }
     guard let range = line.range(of: #"127\.0\.0\.1:(\d+)"#, options: .regularExpression),
       let port = Int(line[range].split(separator: ":").last ?? "")
     else {
@@ -48,13 +58,13 @@ final class BrokerProcess: Sendable {
   /// Kills the broker without warning, as a crash or power loss would, and waits for it to go.
   func kill() async {
     _ = Glibc.kill(process.processIdentifier, SIGKILL)
-    await Task.detached { [process] in process.waitUntilExit() }.value
+    for await _ in exits {}
   }
 
   /// Stops the broker gracefully.
   func stop() async {
     process.interrupt()
-    await Task.detached { [process] in process.waitUntilExit() }.value
+    for await _ in exits {}
   }
 
   struct BrokerProcessError: Error, CustomStringConvertible {

@@ -174,7 +174,7 @@ struct PythonClientTests {
 
   /// Runs an in-memory broker on a free loopback port while `body` runs.
   func withBroker(_ body: (Int, BrokerHost.Running) async throws -> Void) async throws {
-    try PythonClient.requireTools()
+    try await PythonClient.requireTools()
     let host = BrokerHost(
       storage: InMemoryBrokerStorage(), configuration: BrokerConfiguration(), secret: Self.secret, host: "127.0.0.1", port: 0)
     try await host.run { running in try await body(try #require(running.address.port), running) }
@@ -231,15 +231,20 @@ enum PythonClient {
   static let script = root.appendingPathComponent("tools/pyclient/pushline_client.py")
 
   /// python3 with Google's protobuf, and protoc (the client builds its message classes with it).
-  static func requireTools() throws {
+  static func requireTools() async throws {
     let check = Process()
     check.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     check.arguments = ["sh", "-c", "command -v protoc >/dev/null && python3 -c 'import google.protobuf'"]
     check.standardOutput = FileHandle.nullDevice
     check.standardError = FileHandle.nullDevice
+    // Waits through the termination handler: a blocked wait would hold a thread of Swift's
+    // cooperative pool, which the brokers of the other tests need.
+    let (exits, exited) = AsyncStream<Int32>.makeStream()
+    check.terminationHandler = { exited.yield($0.terminationStatus) }
     try check.run()
-    check.waitUntilExit()
-    try #require(check.terminationStatus == 0, "the Python client needs python3 with protobuf and protoc: run tools/test.sh")
+    var statuses = exits.makeAsyncIterator()
+    let status = await statuses.next()
+    try #require(status == 0, "the Python client needs python3 with protobuf and protoc: run tools/test.sh")
   }
 
   /// A running client: its stdout lines as they come, its stderr once it has exited.

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Testing
 
@@ -35,24 +36,37 @@ enum PeerHarness {
   }
 
   /// Runs the protobuf-c harness with `arguments`, feeding it `input`.
-  static func protobufC(_ arguments: [String], input: Data = Data()) throws -> Data {
-    try built.get()
-    let output = try run(buildDirectory.appendingPathComponent("pbc-harness"), arguments, input: input)
+  static func protobufC(_ arguments: [String], input: Data = Data()) async throws -> Data {
+    let output = try await offThePool {
+      try built.get()
+      return try run(buildDirectory.appendingPathComponent("pbc-harness"), arguments, input: input)
+    }
     guard output.status == 0 else { throw HarnessError(message: "pbc-harness \(arguments) exited \(output.status): \(output.errorText)") }
     return output.stdout
   }
 
   /// Runs `tools/compat/pycheck.py` on a corpus; returns its report and whether it passed.
-  static func pythonCheck(corpus: Data) throws -> (passed: Bool, report: String) {
-    try built.get()
+  static func pythonCheck(corpus: Data) async throws -> (passed: Bool, report: String) {
+    try await offThePool { try built.get() }
     let file = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-pycheck-\(UUID().uuidString)")
     try corpus.write(to: file)
     defer { try? FileManager.default.removeItem(at: file) }
-    let output = try run(
-      URL(fileURLWithPath: "/usr/bin/env"),
-      ["python3", root.appendingPathComponent("tools/compat/pycheck.py").path,
-       buildDirectory.appendingPathComponent("descriptors.pb").path, file.path])
+    let output = try await offThePool {
+      try run(
+        URL(fileURLWithPath: "/usr/bin/env"),
+        ["python3", root.appendingPathComponent("tools/compat/pycheck.py").path,
+         buildDirectory.appendingPathComponent("descriptors.pb").path, file.path])
+    }
     return (output.status == 0, String(decoding: output.stdout, as: UTF8.self) + output.errorText)
+  }
+
+  /// Runs `body`, which blocks (it waits for a child process), on a Dispatch thread: blocked
+  /// there, it cannot starve Swift's cooperative pool, on which every other test and the
+  /// brokers they run in process depend.
+  static func offThePool<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+    try await withCheckedThrowingContinuation { continuation in
+      DispatchQueue.global().async { continuation.resume(with: Swift.Result { try body() }) }
+    }
   }
 
   static func run(_ executable: URL, _ arguments: [String], input: Data = Data()) throws -> Output {

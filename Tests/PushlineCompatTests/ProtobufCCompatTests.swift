@@ -21,9 +21,9 @@ struct ProtobufCCompatTests {
     return MessageRegistry.all.flatMap { type in (0..<messagesPerType).map { _ in (type, random.message(of: type)) } }
   }()
 
-  @Test func pushlineBytesDecodeInProtobufCToTheSameValues() throws {
+  @Test func pushlineBytesDecodeInProtobufCToTheSameValues() async throws {
     let records = Self.corpus.map { Records.Named(name: $0.type.protoName, bytes: $0.message.serializedBytes()) }
-    let results = try Records.decodeResults(try PeerHarness.protobufC(["roundtrip"], input: Records.encode(records)))
+    let results = try Records.decodeResults(try await PeerHarness.protobufC(["roundtrip"], input: Records.encode(records)))
     try #require(results.count == records.count)
     var mismatches = 0
     for (record, result) in zip(records, results) where !result.unpacked || result.bytes != record.bytes {
@@ -35,8 +35,8 @@ struct ProtobufCCompatTests {
     #expect(mismatches == 0, "seed \(Self.seed)")
   }
 
-  @Test func protobufCBytesDecodeInPushlineToTheSameValues() throws {
-    let records = try Records.decodeNamed(try PeerHarness.protobufC(["generate", "\(Self.messagesPerType)", "\(Self.seed)"]))
+  @Test func protobufCBytesDecodeInPushlineToTheSameValues() async throws {
+    let records = try Records.decodeNamed(try await PeerHarness.protobufC(["generate", "\(Self.messagesPerType)", "\(Self.seed)"]))
     #expect(records.count == MessageRegistry.all.count * Self.messagesPerType)
     var mismatches = 0
     for record in records {
@@ -59,25 +59,25 @@ struct ProtobufCCompatTests {
 
   /// Google's Python protobuf (upb) reads the same corpus — Pushline's random messages and
   /// protobuf-c's — re-encodes each to the same bytes, and maps it to the same JSON as Pushline.
-  @Test func googleProtobufAgreesOnBytesAndJSON() throws {
+  @Test func googleProtobufAgreesOnBytesAndJSON() async throws {
     var records = Self.corpus.map { Records.Named(name: $0.type.protoName, bytes: $0.message.serializedBytes()) }
-    records += try Records.decodeNamed(try PeerHarness.protobufC(["generate", "200", "\(Self.seed &+ 1)"]))
+    records += try Records.decodeNamed(try await PeerHarness.protobufC(["generate", "200", "\(Self.seed &+ 1)"]))
     let json = try records.map { record in
       let type = try #require(MessageRegistry.messageType(named: record.name))
       return ProtoJSON.encode(try type.init(serializedBytes: record.bytes, options: DecodingOptions()))
     }
-    let check = try PeerHarness.pythonCheck(corpus: Records.encode(records, json: json))
+    let check = try await PeerHarness.pythonCheck(corpus: Records.encode(records, json: json))
     #expect(check.passed, "seed \(Self.seed)\n\(check.report)")
   }
 
   /// The golden vectors without groups go through protobuf-c unchanged.
   @Test("golden vectors round-trip through protobuf-c", arguments: ["tracker-card-minimal", "tracker-card-full",
     "weekly-earnings-card", "dxgy-progress-card", "question", "answer-response-errors"])
-  func goldenVectors(name: String) throws {
+  func goldenVectors(name: String) async throws {
     let hex = try String(contentsOf: PeerHarness.root.appendingPathComponent("Tests/PushlineSchemaTests/Fixtures/\(name).hex"), encoding: .utf8)
     let bytes = try #require(Hex.decode(hex.split(separator: "\n").map { $0.split(separator: "#", omittingEmptySubsequences: false)[0] }.joined(separator: " ")))
     let type = typeName(for: name)
-    let results = try Records.decodeResults(try PeerHarness.protobufC(["roundtrip"], input: Records.encode([Records.Named(name: type, bytes: bytes)])))
+    let results = try Records.decodeResults(try await PeerHarness.protobufC(["roundtrip"], input: Records.encode([Records.Named(name: type, bytes: bytes)])))
     #expect(results.first?.unpacked == true)
     #expect(results.first?.bytes == bytes)
   }
