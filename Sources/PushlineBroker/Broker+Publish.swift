@@ -9,10 +9,6 @@ extension Broker {
   /// are durable. Publishes arriving while a commit runs are committed together in the next
   /// one (group commit), so durability costs one storage write per burst, not per publish.
   ///
-  /// The commit runs on a publisher's own task — the one that finds no commit running, or,
-  /// when a commit ends with more pending, one of the publishers waiting — so a publish never
-  /// waits for a task to be scheduled on another thread.
-  ///
   /// - Throws: INVALID_ARGUMENT for a bad topic name, no or too many changes, a card twice,
   ///   a card whose cardID differs from its change's; PERMISSION_DENIED when `principal` may
   ///   not publish there; UNAVAILABLE (retry, with the same idempotency key) when storage failed.
@@ -20,8 +16,8 @@ extension Broker {
     try validate(request, principal)
     let now = configuration.nowMillis()
     let window = configuration.idempotencyWindow.milliseconds
-    let turn = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PublishTurn, any Error>) in
-      enum Next { case answered(PublishResponse), queued, lead }
+    return try await withCheckedThrowingContinuation { continuation in
+      enum Next { case answered(PublishResponse), queued, commit }
       let next = state.withLock { state -> Next in
         if let key = request.idempotencyKey {
           if let record = state.publishRecords[PublishRecordKey(topic: request.topic, key: key)],
@@ -32,7 +28,7 @@ extension Broker {
             return .answered(response)
           }
           if let index = state.pending.firstIndex(where: { $0.topic == request.topic && $0.idempotencyKey == key }) {
-            state.pending[index].waiters.append(.task(continuation, isRetry: true))
+            state.pending[index].waiters.append((continuation, true))
             return .queued
           }
         }
@@ -42,23 +38,19 @@ extension Broker {
           CardRecord(cardID: change.cardID, offset: first + Int64(index), card: change.card, changedAtMillis: now)
         }
         state.lastAssigned[topic.name] = first + Int64(records.count) - 1
-        let leads = !state.isCommitting
-        state.isCommitting = true
         state.pending.append(
           PendingPublish(
             topic: topic.name, epoch: topic.epoch, records: records, idempotencyKey: request.idempotencyKey,
-            waiters: [leads ? .leader(isRetry: false) : .task(continuation, isRetry: false)]))
-        return leads ? .lead : .queued
+            waiters: [(continuation, false)]))
+        guard !state.isCommitting else { return .queued }
+        state.isCommitting = true
+        return .commit
       }
       switch next {
-      case .answered(let response): continuation.resume(returning: .answered(response))
+      case .answered(let response): continuation.resume(returning: response)
       case .queued: break
-      case .lead: continuation.resume(returning: .lead)
+      case .commit: Task { await self.commitPending() }
       }
-    }
-    switch turn {
-    case .answered(let response): return response
-    case .lead: return try await commitPending().get()
     }
   }
 
@@ -91,82 +83,28 @@ extension Broker {
     }
   }
 
-  /// Commits what is pending, on the leading publisher's task, and returns that publisher's
-  /// own answer: the first batch holds its publish. Batches of tombstone prunes alone follow
-  /// at once; when publishes are pending after a batch, a waiting publisher is resumed to lead
-  /// the next commit, so that no publisher's answer waits for others' commits.
-  private func commitPending() async -> Result<PublishResponse, RPCError> {
+  /// Commits everything pending, batch after batch, until nothing is left; one runs at a time.
+  private func commitPending() async {
     let clock = ContinuousClock()
-    var own: Result<PublishResponse, RPCError>?
     while let (batch, publishes) = takePendingBatch() {
       let started = clock.now
-      let outcome: Result<Void, RPCError>
       do {
         try await storage.commit(batch)
         let elapsed = (clock.now - started).components
         configuration.metrics.commitDuration.recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
         configuration.metrics.commitSize.record(publishes.count)
-        applyCommitted(batch, publishes)
-        outcome = .success(())
       } catch {
         configuration.metrics.failedCommits.increment()
         configuration.logger.error("commit failed", metadata: ["publishes": "\(publishes.count)", "error": "\(error)"])
-        outcome = .failure(RPCError(code: .unavailable, message: "the publish could not be stored: \(error)", retryAfterMillis: 1000))
+        let failure = RPCError(
+          code: .unavailable, message: "the publish could not be stored: \(error)", retryAfterMillis: 1000)
+        for publish in publishes { for waiter in publish.waiters { waiter.continuation.resume(throwing: failure) } }
+        continue
       }
+      applyCommitted(batch, publishes)
       for publish in publishes {
-        for waiter in publish.waiters {
-          switch (waiter, outcome) {
-          case (.task(let continuation, let isRetry), .success):
-            continuation.resume(returning: .answered(publish.response(replayed: isRetry)))
-          case (.task(let continuation, _), .failure(let failure)):
-            continuation.resume(throwing: failure)
-          case (.leader(let isRetry), .success):
-            own = .success(publish.response(replayed: isRetry))
-          case (.leader, .failure(let failure)):
-            own = .failure(failure)
-          }
-        }
+        for waiter in publish.waiters { waiter.continuation.resume(returning: publish.response(replayed: waiter.isRetry)) }
       }
-      switch nextCommit() {
-      case .none: return own ?? Self.notInItsCommit
-      case .prunes: continue
-      case .handOver(let leader):
-        leader.resume(returning: .lead)
-        return own ?? Self.notInItsCommit
-      }
-    }
-    return own ?? Self.notInItsCommit
-  }
-
-  private static let notInItsCommit = Result<PublishResponse, RPCError>.failure(
-    RPCError(code: .internal, message: "the publish was not in the commit it led"))
-
-  /// Who commits next, after a batch.
-  private enum NextCommit {
-    /// Nothing is pending: commits stop until the next publish.
-    case none
-    /// Only tombstone prunes are pending: this task commits them too.
-    case prunes
-    /// Publishes are pending: this publisher leads the next commit.
-    case handOver(CheckedContinuation<PublishTurn, any Error>)
-  }
-
-  /// Decides who commits next (under the lock, so that a publish arriving meanwhile either
-  /// finds the commits stopped and leads, or is in what the next leader takes); a publisher
-  /// handed the lead has its waiter turned into the leader's.
-  private func nextCommit() -> NextCommit {
-    state.withLock { state in
-      for index in state.pending.indices {
-        for (position, waiter) in state.pending[index].waiters.enumerated() {
-          guard case .task(let continuation, let isRetry) = waiter else { continue }
-          state.pending[index].waiters[position] = .leader(isRetry: isRetry)
-          return .handOver(continuation)
-        }
-      }
-      // Every pending publish has a publisher waiting, so none is pending here.
-      guard state.pendingPrunes.isEmpty else { return .prunes }
-      state.isCommitting = false
-      return .none
     }
   }
 

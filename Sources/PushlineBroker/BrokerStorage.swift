@@ -8,9 +8,7 @@ public protocol BrokerStorage: Sendable {
   /// The idempotency records written at or after `sinceMillis`.
   func loadPublishRecords(sinceMillis: Int64) async throws -> [PublishRecord]
 
-  /// Writes `batch` atomically: all of it or, on error, none of it — whether or not the
-  /// calling task is cancelled, since it runs on one publisher's task and carries the
-  /// publishes of others.
+  /// Writes `batch` atomically: all of it or, on error, none of it.
   func commit(_ batch: StorageBatch) async throws
 }
 

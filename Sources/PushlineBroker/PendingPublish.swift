@@ -8,7 +8,7 @@ struct PendingPublish {
   var epoch: Int64
   var records: [CardRecord]
   var idempotencyKey: String?
-  var waiters: [PublishWaiter]
+  var waiters: [(continuation: CheckedContinuation<PublishResponse, any Error>, isRetry: Bool)]
 
   /// The answer once committed.
   func response(replayed: Bool) -> PublishResponse {
@@ -17,22 +17,4 @@ struct PendingPublish {
     if replayed { response.replayed = true }
     return response
   }
-}
-
-/// Someone waiting for a pending publish's answer.
-enum PublishWaiter {
-  /// A publisher's task, suspended until the commit ends — or until it is asked to lead the
-  /// next commit.
-  case task(CheckedContinuation<PublishTurn, any Error>, isRetry: Bool)
-  /// The task running the commit, which takes its own answer from it.
-  case leader(isRetry: Bool)
-}
-
-/// What a suspended publisher is resumed with.
-enum PublishTurn {
-  /// The publish is committed (or was already): its answer.
-  case answered(PublishResponse)
-  /// No commit is running: this publisher's task commits what is pending, its own publish
-  /// among it (group commit without a task of its own).
-  case lead
 }

@@ -91,12 +91,6 @@ public final class SQLiteBrokerStorage: BrokerStorage {
   }
 
   public func commit(_ batch: StorageBatch) async throws {
-    // In a task of its own: GRDB interrupts the accesses of a cancelled task, and the caller's
-    // cancellation must not fail the other publishes of the batch.
-    try await Task { try await write(batch) }.value
-  }
-
-  private func write(_ batch: StorageBatch) async throws {
     try await database.write { db in
       for topic in batch.topics {
         try db.execute(
