@@ -42,6 +42,7 @@ let package = Package(
         "PushlineRPC", "PushlineSchema", "PushlineWire", "CZlib",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "CoreMetrics", package: "swift-metrics"),
       ],
       swiftSettings: strictSettings
     ),
@@ -111,6 +112,7 @@ let package = Package(
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOEmbedded", package: "swift-nio"),
         .product(name: "NIOTestUtils", package: "swift-nio"),
+        .product(name: "MetricsTestKit", package: "swift-metrics"),
       ],
       swiftSettings: strictSettings
     ),

@@ -29,27 +29,31 @@ final class CallPump: ResponsePump {
     connection.eventLoop.execute { self.pull() }
   }
 
-  /// Pulls and writes until the source has nothing more or the channel is full (on the loop).
+  /// Pulls one batch and writes it in one flush (on the loop); then, if the channel still takes
+  /// bytes, wakes itself for the next batch — behind whatever else the loop has queued, so
+  /// that a stream fed as fast as it drains cannot keep the loop from its other channels.
   private func pull() {
     isScheduled.store(false, ordering: .releasing)
     let handler = connection.value
     // While the channel is full, what the source holds stays there (to be coalesced).
     guard handler.isWritable else { return handler.wakeWhenWritable(callID: callID, self) }
+    let responses = source.nextResponses()
+    guard !responses.isEmpty else { return }
+    var outcome = ServerConnectionHandler.SendOutcome.sent
     handler.writeBurst {
-      while true {
-        let responses = source.nextResponses()
-        guard !responses.isEmpty else { return }
-        var mustWait = false
-        for message in responses {
-          let compressed = compresses && message.count >= Deflate.threshold
-          switch handler.send(compressed ? Deflate.compress(message) : message, compressed: compressed, callID: callID) {
-          case .sent, .sentAndFlushed: break
-          case .sentMustWait: mustWait = true
-          case .callOver: return
-          }
+      for message in responses {
+        let compressed = compresses && message.count >= Deflate.threshold
+        switch handler.send(compressed ? Deflate.compress(message) : message, compressed: compressed, callID: callID) {
+        case .sent, .sentAndFlushed: break
+        case .sentMustWait: outcome = .sentMustWait
+        case .callOver: return outcome = .callOver
         }
-        if mustWait { return handler.wakeWhenWritable(callID: callID, self) }
       }
+    }
+    switch outcome {
+    case .sentMustWait: handler.wakeWhenWritable(callID: callID, self)
+    case .callOver: break
+    case .sent, .sentAndFlushed: wake()
     }
   }
 }

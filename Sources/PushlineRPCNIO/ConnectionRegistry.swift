@@ -1,7 +1,10 @@
+import CoreMetrics
 import NIOCore
 import Synchronization
 
-/// The connections a server is serving, so that a graceful shutdown reaches each of them.
+/// The connections a server is serving, so that a graceful shutdown reaches each of them, and
+/// their count as metrics: `pushline_connections` (open now) and
+/// `pushline_connections_accepted_total`.
 ///
 /// A connection that registers after the shutdown has begun is told at once.
 final class ConnectionRegistry: Sendable {
@@ -11,19 +14,33 @@ final class ConnectionRegistry: Sendable {
   }
 
   private let state = Mutex(State())
+  private let open: Gauge
+  private let accepted: Counter
+
+  /// A registry reporting through `metrics`.
+  init(metrics: any MetricsFactory) {
+    open = Gauge(label: "pushline_connections", factory: metrics)
+    accepted = Counter(label: "pushline_connections_accepted_total", factory: metrics)
+  }
 
   /// Registers `channel` until ``remove(_:)``.
   func register(_ channel: any Channel) {
-    let isShuttingDown = state.withLock { state in
+    let (isShuttingDown, count) = state.withLock { state in
       state.connections[ObjectIdentifier(channel)] = channel
-      return state.isShuttingDown
+      return (state.isShuttingDown, state.connections.count)
     }
+    accepted.increment()
+    open.record(count)
     if isShuttingDown { Self.shutDown(channel) }
   }
 
   /// Forgets a connection that has closed.
   func remove(_ channel: any Channel) {
-    _ = state.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(channel)) }
+    let count = state.withLock { state in
+      state.connections.removeValue(forKey: ObjectIdentifier(channel))
+      return state.connections.count
+    }
+    open.record(count)
   }
 
   /// Begins the graceful shutdown of every connection, present and future.

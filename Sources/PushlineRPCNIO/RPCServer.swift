@@ -1,3 +1,4 @@
+public import CoreMetrics
 public import NIOCore
 import NIOPosix
 public import PushlineRPC
@@ -30,17 +31,22 @@ public struct RPCServer: Sendable {
     /// On shutdown, how long calls in progress may still run after the GOAWAY before they are
     /// cancelled.
     public var gracePeriod: Duration
+    /// Where the server reports its connections (`pushline_connections`,
+    /// `pushline_connections_accepted_total`); swift-metrics' global factory by default.
+    public var metrics: any MetricsFactory
 
     /// A configuration listening on `host`:`port`.
     public init(
       host: String = "127.0.0.1", port: Int = 7400, connection: ServerConnectionStateMachine.Configuration = .init(),
-      idleTimeout: Duration = .seconds(75), gracePeriod: Duration = .seconds(10)
+      idleTimeout: Duration = .seconds(75), gracePeriod: Duration = .seconds(10),
+      metrics: any MetricsFactory = MetricsSystem.factory
     ) {
       self.host = host
       self.port = port
       self.connection = connection
       self.idleTimeout = idleTimeout
       self.gracePeriod = gracePeriod
+      self.metrics = metrics
     }
   }
 
@@ -62,7 +68,7 @@ public struct RPCServer: Sendable {
   /// If `body` throws, the server stops at once, without the grace period.
   public func withRunningServer<Result: Sendable>(_ body: (SocketAddress) async throws -> Result) async throws -> Result {
     let listener = try await bind()
-    let connections = ConnectionRegistry()
+    let connections = ConnectionRegistry(metrics: configuration.metrics)
     return try await withThrowingTaskGroup(of: Void.self) { group in
       group.addTask { try await serve(listener, connections: connections) }
       let result: Result

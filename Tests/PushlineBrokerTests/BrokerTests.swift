@@ -71,7 +71,12 @@ struct BrokerTests {
     let removed = (0..<17).map { "r\($0)" }
     try await broker.publish("t", removed.map { card($0, 1) })
     response = try await broker.publish("t", [], removing: removed)
-    let floor = broker.state.withLock { $0.topics["t"]!.floorOffset }
+    // The prune is committed by the committer right after the publish it follows: wait for it.
+    var floor = broker.state.withLock { $0.topics["t"]!.floorOffset }
+    for _ in 0..<100_000 where floor != response.lastOffset {
+      await Task.yield()
+      floor = broker.state.withLock { $0.topics["t"]!.floorOffset }
+    }
     #expect(floor == response.lastOffset)
 
     let updates = try ready(try broker.subscribe("t", epoch: epoch ?? response.epoch, offset: offset))
@@ -156,7 +161,9 @@ struct BrokerTests {
     storage.holdCommits()
     let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
     let responses = try await withThrowingTaskGroup(of: PublishResponse.self) { group in
-      for index in 0..<200 { group.addTask { try await broker.publish("t\(index % 4)", [card("c\(index)", 1)]) } }
+      group.addTask { try await broker.publish("t0", [card("c0", 1)]) }
+      while storage.heldCount < 1 { await Task.yield() }
+      for index in 1..<200 { group.addTask { try await broker.publish("t\(index % 4)", [card("c\(index)", 1)]) } }
       while broker.state.withLock({ $0.pending.count }) < 199 { await Task.yield() }
       storage.release()
       return try await group.reduce(into: []) { $0.append($1) }

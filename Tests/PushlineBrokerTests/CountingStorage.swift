@@ -15,6 +15,9 @@ final class CountingStorage: BrokerStorage {
     held.withLock { $0 = [] }
   }
 
+  /// How many commits are waiting for ``release()``.
+  var heldCount: Int { held.withLock { $0?.count ?? 0 } }
+
   /// Lets the held commits, and all later ones, go on.
   func release() {
     for commit in held.withLock({ held in defer { held = nil }; return held ?? [] }) { commit.resume() }
