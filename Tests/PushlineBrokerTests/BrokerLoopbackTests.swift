@@ -1,8 +1,9 @@
 import NIOCore
-import PushlineBroker
+@testable import PushlineBroker
 import PushlineRPC
 import PushlineRPCNIO
 import PushlineSchema
+import Synchronization
 import Testing
 
 /// The broker's services over real sockets on 127.0.0.1.
@@ -68,6 +69,26 @@ struct BrokerLoopbackTests {
           BrokerService.getCardsMethod, request: GetCardsRequest(topic: "driver/7"), response: TopicUpdate.self)
         #expect(pulled.isSnapshot && pulled.changes.compactMap(\.card) == [card("a", 2)] && pulled.throughOffset == 4)
       }
+    }
+  }
+
+  /// A stream that ends frees its subscription: the transport's pump, which the subscription
+  /// holds while it streams, holds the subscription too.
+  @Test func anEndedStreamFreesItsSubscription() async throws {
+    try await Self.withBroker { harness in
+      let token = try await harness.token(.subscriber, ["driver/8"])
+      weak var subscription: Subscription?
+      try await harness.connect(token: token) { subscriber in
+        var updates = subscriber.serverStreaming(
+          BrokerService.subscribeMethod, request: SubscribeRequest(topics: [TopicPosition(topic: "driver/8")]),
+          response: TopicUpdate.self
+        ).makeAsyncIterator()
+        _ = try #require(try await updates.next())  // the snapshot: the stream is live
+        subscription = harness.broker.state.withLock { $0.subscriptions.values.first }
+        #expect(subscription != nil)
+      }
+      while harness.broker.subscriptionCount > 0 { await Task.yield() }
+      #expect(subscription == nil)
     }
   }
 
