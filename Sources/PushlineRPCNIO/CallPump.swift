@@ -42,8 +42,8 @@ final class CallPump: ResponsePump {
     var outcome = ServerConnectionHandler.SendOutcome.sent
     handler.writeBurst {
       for message in responses {
-        let compressed = compresses && message.count >= Deflate.threshold
-        switch handler.send(compressed ? Deflate.compress(message) : message, compressed: compressed, callID: callID) {
+        let (bytes, compressed) = Deflate.prepare(message, negotiated: compresses)
+        switch handler.send(bytes, compressed: compressed, callID: callID) {
         case .sent, .sentAndFlushed: break
         case .sentMustWait: outcome = .sentMustWait
         case .callOver: return outcome = .callOver

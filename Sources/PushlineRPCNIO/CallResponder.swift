@@ -21,8 +21,7 @@ struct CallResponder: Sendable {
 
   /// Sends one response message; the contract of ``RPCRouter/ResponseSink``.
   func send(_ message: [UInt8]) async throws {
-    let compressed = compresses && message.count >= Deflate.threshold
-    let bytes = compressed ? Deflate.compress(message) : message
+    let (bytes, compressed) = Deflate.prepare(message, negotiated: compresses)
     guard connection.eventLoop.inEventLoop else {
       return try await withCheckedThrowingContinuation { written in
         connection.eventLoop.execute { resolve(connection.value.send(bytes, compressed: compressed, callID: callID), written) }

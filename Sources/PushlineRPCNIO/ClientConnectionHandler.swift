@@ -143,8 +143,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
       context.eventLoop.scheduleTask(in: TimeAmount(timeout)) { handler.value.deadlinePassed(callID: callID) }
     }
     calls[callID] = Call(handle: handle, waiter: waiter, deadline: deadline)
-    let compressed = server?.compression == .deflate && request.count >= Deflate.threshold
-    let message = compressed ? Deflate.compress(request) : request
+    let (message, compressed) = Deflate.prepare(request, negotiated: server?.compression == .deflate)
     execute(actions + machine.send(message: message, compressed: compressed, callID: callID) + machine.halfClose(callID: callID))
   }
 

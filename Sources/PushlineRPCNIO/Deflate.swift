@@ -11,6 +11,12 @@ enum Deflate {
   /// Messages smaller than this are sent uncompressed: deflate would save too little.
   static let threshold = 1_024
 
+  /// A message as it goes on the wire: deflated when the connection agreed on deflate
+  /// (`negotiated`) and the message reaches the threshold, as is otherwise.
+  static func prepare(_ message: [UInt8], negotiated: Bool) -> (bytes: [UInt8], compressed: Bool) {
+    negotiated && message.count >= threshold ? (compress(message), true) : (message, false)
+  }
+
   /// The bytes, deflated.
   static func compress(_ bytes: [UInt8]) -> [UInt8] {
     var size = compressBound(uLong(bytes.count))

@@ -35,8 +35,8 @@ struct PumpedStreamTests {
     }
   }
 
-  /// Every message arrives once, in order, and the status follows the last; a pump woken many
-  /// times pulls each batch once.
+  /// Every message arrives once, in order, and the status follows the last — with the pump
+  /// woken many times before its first pull.
   @Test func everyPulledResponseArrivesInOrderThenTheStatus() async throws {
     var router = RPCRouter()
     router.registerServerStreaming(Self.method, request: MetadataEntry.self, response: MetadataEntry.self) { request, writer, _ in
