@@ -54,7 +54,8 @@ public final class Broker: Sendable {
     state.lastRecordCleanupMillis = now
     self.state = Mutex(state)
     admission = AdmissionLimiter(
-      ratePerSecond: Double(configuration.maxSubscribesPerSecond), burst: configuration.maxSubscribesPerSecond, nowMillis: now)
+      ratePerSecond: Double(configuration.maxSubscribesPerSecond), burst: configuration.maxSubscribesPerSecond,
+      refusal: "too many clients are subscribing; retry later", nowMillis: now)
   }
 
   /// A topic's snapshot: its live, unexpired cards positioned at the top offset.
@@ -187,15 +188,18 @@ public final class Broker: Sendable {
   /// and a retry-after hint drawn at random from the reconnect spread, so that a restart
   /// does not bring every client back at the same instant.
   public func shutDown() {
-    let spread = max(configuration.reconnectSpread.milliseconds, 0)
     let subscriptions = state.withLock { state in
       state.isShutDown = true
       return Array(state.subscriptions.values)
     }
-    for subscription in subscriptions {
-      let retryAfter = UInt32(clamping: Int64.random(in: 0...spread))
-      subscription.end(with: RPCError(code: .unavailable, message: "the broker is shutting down", retryAfterMillis: retryAfter))
-    }
+    for subscription in subscriptions { goAway(subscription) }
+  }
+
+  /// Ends `subscription` with UNAVAILABLE and a retry-after hint drawn at random from the
+  /// reconnect spread: its connection is going away (the server shuts down).
+  func goAway(_ subscription: Subscription) {
+    let retryAfter = UInt32(clamping: Int64.random(in: 0...max(configuration.reconnectSpread.milliseconds, 0)))
+    subscription.end(with: RPCError(code: .unavailable, message: "the broker is shutting down", retryAfterMillis: retryAfter))
   }
 
   /// How many subscriptions are open.

@@ -17,4 +17,8 @@ final class SubscriptionResponses: ResponseSource {
     // An ended subscription has nothing more to send; its handler ends the stream with the error.
     ((try? broker.readyUpdates(for: subscription)) ?? []).map { $0.serializedBytes() }
   }
+
+  func connectionIsGoingAway() {
+    broker.goAway(subscription)
+  }
 }

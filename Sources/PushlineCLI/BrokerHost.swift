@@ -18,25 +18,32 @@ struct BrokerHost {
   var secret: [UInt8]
   var host: String
   var port: Int
-  /// On shutdown, how long calls in progress may still run after the GOAWAY.
+  /// On shutdown, how long calls in progress may still run after their connection's GOAWAY.
   var gracePeriod: Duration = .seconds(10)
+  /// On shutdown, the period over which the GOAWAYs (and the ends of subscriptions) are spread.
+  var lameDuckPeriod: Duration = .zero
+  /// New connections accepted per second; 0 for no limit.
+  var maxConnectionsPerSecond = 0
 
-  /// Starts the broker, runs `body` while it serves, then shuts it down gracefully (GOAWAY,
-  /// grace period). If `body` throws, the server stops at once.
+  /// Starts the broker, runs `body` while it serves, then shuts it down gracefully: the
+  /// GOAWAYs spread over the lame-duck period, each ending its connection's subscriptions
+  /// with a retry-after hint, then the grace period. If `body` throws, the server stops at once.
   func run<Result: Sendable>(_ body: (Running) async throws -> Result) async throws -> Result {
     let broker = try await Broker(storage: storage, configuration: configuration)
     let authority = try await TokenAuthority(secret: secret, nowMillis: configuration.nowMillis)
     var router = RPCRouter()
     BrokerService.register(broker, authority: authority, in: &router)
-    let server = RPCServer(router: router, configuration: .init(host: host, port: port, gracePeriod: gracePeriod))
-    return try await server.withRunningServer { address in
-      try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { await broker.run() }
-        defer {
-          broker.shutDown()  // streams end now, with spread retry hints; unary calls get the grace period
-          group.cancelAll()
-        }
-        return try await body(Running(address: address, broker: broker, authority: authority))
+    let server = RPCServer(
+      router: router,
+      configuration: .init(
+        host: host, port: port, gracePeriod: gracePeriod, lameDuckPeriod: lameDuckPeriod,
+        maxConnectionsPerSecond: maxConnectionsPerSecond))
+    return try await withThrowingTaskGroup(of: Void.self) { group in
+      // The periodic duties (watermarks, expired tokens) go on until the last connection closes.
+      group.addTask { await broker.run() }
+      defer { group.cancelAll() }
+      return try await server.withRunningServer { address in
+        try await body(Running(address: address, broker: broker, authority: authority))
       }
     }
   }

@@ -66,16 +66,27 @@ struct ServeCommand: AsyncParsableCommand {
   var metricsPort: Int?
 
   @Option(help: ArgumentHelp(
-    "Seconds calls in progress may still run after the shutdown's GOAWAY (default: \(ServeSettings().gracePeriod)).",
+    "Seconds calls in progress may still run after their connection's shutdown GOAWAY (default: \(ServeSettings().gracePeriod)).",
     valueName: "seconds"))
   var gracePeriod: Int?
+
+  @Option(help: ArgumentHelp(
+    "Seconds over which the shutdown spreads its GOAWAYs, one connection after another (default: \(ServeSettings().lameDuckPeriod)).",
+    valueName: "seconds"))
+  var lameDuckPeriod: Int?
+
+  @Option(help: ArgumentHelp(
+    "New connections accepted per second; past it, retry-after hints; 0 for no limit (default: \(ServeSettings().maxConnectionsPerSecond)).",
+    valueName: "rate"))
+  var maxConnectionsPerSecond: Int?
 
   /// The settings the flags give; the others come from the environment and the config file.
   var flags: ServeSettings.Layer {
     ServeSettings.Layer(
       host: host, port: port, storage: storage, dataDir: dataDir, watermarkInterval: watermarkInterval,
       tombstoneLimit: tombstoneLimit, idempotencyWindow: idempotencyWindow, metricsPort: metricsPort,
-      gracePeriod: gracePeriod, tokenSecret: tokenSecretFile.map { .file($0) })
+      gracePeriod: gracePeriod, lameDuckPeriod: lameDuckPeriod, maxConnectionsPerSecond: maxConnectionsPerSecond,
+      tokenSecret: tokenSecretFile.map { .file($0) })
   }
 
   func run() async throws {
@@ -96,7 +107,8 @@ struct ServeCommand: AsyncParsableCommand {
       services.append(BrokerHostService(
         brokerHost: BrokerHost(
           storage: store, configuration: settings.brokerConfiguration, secret: secret, host: settings.host,
-          port: settings.port, gracePeriod: .seconds(settings.gracePeriod)),
+          port: settings.port, gracePeriod: .seconds(settings.gracePeriod), lameDuckPeriod: .seconds(settings.lameDuckPeriod),
+          maxConnectionsPerSecond: settings.maxConnectionsPerSecond),
         onServing: { address in
           let topics = settings.storage == .memory ? "in memory" : "in \(settings.dataDir)"
           Self.say("pushline: serving on \(settings.host):\(address.port ?? settings.port), topics \(topics)")

@@ -13,6 +13,8 @@ extension ServeSettings {
     var idempotencyWindow: Int?
     var metricsPort: Int?
     var gracePeriod: Int?
+    var lameDuckPeriod: Int?
+    var maxConnectionsPerSecond: Int?
     var tokenSecret: TokenSecretSource?
 
     /// This layer, with each setting it lacks taken from `lower`.
@@ -67,7 +69,8 @@ extension ServeSettings {
     Field("host", \.host), Field("port", \.port), Field("storage", \.storage), Field("dataDir", \.dataDir),
     Field("watermarkInterval", \.watermarkInterval), Field("tombstoneLimit", \.tombstoneLimit),
     Field("idempotencyWindow", \.idempotencyWindow), Field("metricsPort", \.metricsPort),
-    Field("gracePeriod", \.gracePeriod), Field("tokenSecretFile", \.tokenSecret),
+    Field("gracePeriod", \.gracePeriod), Field("lameDuckPeriod", \.lameDuckPeriod),
+    Field("maxConnectionsPerSecond", \.maxConnectionsPerSecond), Field("tokenSecretFile", \.tokenSecret),
   ]
 }
 

@@ -38,8 +38,12 @@ struct ServeSettings: Equatable, Sendable {
   var idempotencyWindow = 600
   /// The admin HTTP port for `GET /metrics`; no endpoint if nil.
   var metricsPort: Int?
-  /// Seconds calls in progress may still run after the shutdown's GOAWAY.
+  /// Seconds calls in progress may still run after their connection's shutdown GOAWAY.
   var gracePeriod = 10
+  /// Seconds over which the shutdown spreads its GOAWAYs, one connection after another.
+  var lameDuckPeriod = 5
+  /// New connections accepted per second (in bursts of as many); 0 for no limit.
+  var maxConnectionsPerSecond = 10_000
   /// Nil when no source names one; reading the secret then fails (see ``readTokenSecret(environment:)``).
   var tokenSecret: TokenSecretSource?
 }
@@ -75,6 +79,8 @@ extension ServeSettings {
     idempotencyWindow = layer.idempotencyWindow ?? idempotencyWindow
     metricsPort = layer.metricsPort ?? metricsPort
     gracePeriod = layer.gracePeriod ?? gracePeriod
+    lameDuckPeriod = layer.lameDuckPeriod ?? lameDuckPeriod
+    maxConnectionsPerSecond = layer.maxConnectionsPerSecond ?? maxConnectionsPerSecond
     tokenSecret = layer.tokenSecret ?? tokenSecret
     try check()
   }
@@ -85,8 +91,11 @@ extension ServeSettings {
       throw CommandFailure("\(key) must be 0…65535, not \(value)")
     }
     guard watermarkInterval > 0 else { throw CommandFailure("watermarkInterval must be positive, not \(watermarkInterval)") }
-    for (key, value) in [("tombstoneLimit", tombstoneLimit), ("idempotencyWindow", idempotencyWindow), ("gracePeriod", gracePeriod)]
-    where value < 0 {
+    let counts = [
+      ("tombstoneLimit", tombstoneLimit), ("idempotencyWindow", idempotencyWindow), ("gracePeriod", gracePeriod),
+      ("lameDuckPeriod", lameDuckPeriod), ("maxConnectionsPerSecond", maxConnectionsPerSecond),
+    ]
+    for (key, value) in counts where value < 0 {
       throw CommandFailure("\(key) must not be negative, not \(value)")
     }
   }

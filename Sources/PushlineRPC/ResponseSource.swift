@@ -7,6 +7,16 @@ public protocol ResponseSource: AnyObject, Sendable {
   /// The next responses to send, encoded; empty when there is nothing to send now (the source
   /// then calls its pump's ``ResponsePump/wake()`` when there is).
   func nextResponses() -> [[UInt8]]
+
+  /// The connection sent its shutdown GOAWAY: a stream that never ends by itself (a
+  /// subscription) should end now, so that its client reconnects — to another server, or to
+  /// this one restarted — while the lame-duck period spreads the goaways over time. Called once.
+  func connectionIsGoingAway()
+}
+
+extension ResponseSource {
+  /// Does nothing: a stream that ends by itself finishes within the shutdown's grace period.
+  public func connectionIsGoingAway() {}
 }
 
 /// Tells the transport that a ``ResponseSource`` has responses to send.

@@ -17,6 +17,8 @@ import PushlineWire
 ///   violations: GOAWAY with INTERNAL, then close. Unknown frame kinds are ignored.
 /// - PING is answered with PONG. More than `pingBudget` pings in a row with no call activity
 ///   in between is a ping flood: GOAWAY with RESOURCE_EXHAUSTED, then close.
+/// - A connection made with a refusal (past the server's accept rate) gets, in answer to its
+///   handshake, a GOAWAY with the refusal's status and retry-after hint, and is closed.
 /// - ``shutDown(retryAfterMillis:)`` sends GOAWAY naming the last call still served; later
 ///   calls are refused with UNAVAILABLE, and the connection closes when the last call ends.
 public struct ServerConnectionStateMachine: Sendable {
@@ -92,11 +94,15 @@ public struct ServerConnectionStateMachine: Sendable {
   public static let highestVersion: UInt32 = UInt32(ConnectionPreface.currentVersion)
 
   private let configuration: Configuration
+  private let refusal: RPCError?
   private var state = State.awaitingPreface
 
-  /// A machine for a new connection.
-  public init(configuration: Configuration = Configuration()) {
+  /// A machine for a new connection; with a `refusal` (the server is past its accept rate),
+  /// one that answers the client's handshake with a GOAWAY carrying the refusal's status and
+  /// retry-after hint, then closes — read first, so the client is sure to see why.
+  public init(configuration: Configuration = Configuration(), refusal: RPCError? = nil) {
     self.configuration = configuration
+    self.refusal = refusal
   }
 
   /// Whether the connection has closed or is closing.
@@ -140,6 +146,16 @@ public struct ServerConnectionStateMachine: Sendable {
   }
 
   private mutating func handshake(_ frame: Frame, serverTimeMillis: Int64) -> [Action] {
+    if let refusal {
+      state = .closed
+      var goAway = GoAway(lastCallID: 0)
+      goAway.code = refusal.code.rawValue
+      goAway.message = refusal.message
+      goAway.retryAfterMillis = refusal.retryAfterMillis
+      return [
+        .close(after: [.preface(ConnectionPreface()), .frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes()))])
+      ]
+    }
     guard frame.callID == 0, let hello = try? ClientHello(serializedBytes: frame.payload) else {
       return violation(.internal, "malformed ClientHello", sendPreface: true)
     }

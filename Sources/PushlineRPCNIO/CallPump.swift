@@ -29,6 +29,11 @@ final class CallPump: ResponsePump {
     connection.eventLoop.execute { self.pull() }
   }
 
+  /// Tells the source that the connection is going away (on the loop).
+  func connectionIsGoingAway() {
+    source.connectionIsGoingAway()
+  }
+
   /// Pulls one batch and writes it in one flush (on the loop); then, if the channel still takes
   /// bytes, wakes itself for the next batch — behind whatever else the loop has queued, so
   /// that a stream fed as fast as it drains cannot keep the loop from its other channels.

@@ -41,7 +41,13 @@ struct CallResponder: Sendable {
 
   /// Hands the call's responses to `source`, pulled on the loop when the returned pump is woken.
   func pump(_ source: any ResponseSource) -> any ResponsePump {
-    CallPump(connection: connection, callID: callID, compresses: compresses, source: source)
+    let pump = CallPump(connection: connection, callID: callID, compresses: compresses, source: source)
+    guard connection.eventLoop.inEventLoop else {
+      connection.eventLoop.execute { [connection, callID] in connection.value.register(pump, callID: callID) }
+      return pump
+    }
+    connection.value.register(pump, callID: callID)
+    return pump
   }
 
   /// Ends the call with `status`.

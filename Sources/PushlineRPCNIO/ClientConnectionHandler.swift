@@ -95,7 +95,10 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     output?.readStarted()
     let element = unwrapInboundIn(data)
     if server == nil, case .frame(let frame) = element, frame.kind == .goAway, let goAway = try? GoAway(serializedBytes: frame.payload) {
-      closedReason = RPCError(code: .unavailable, message: "the server refused the connection: \(goAway.message ?? "")")
+      // Past the server's accept rate, the GOAWAY says when to come back.
+      closedReason = RPCError(
+        code: .unavailable, message: "the server refused the connection: \(goAway.message ?? "")",
+        retryAfterMillis: goAway.retryAfterMillis)
     }
     execute(machine.received(element))
   }

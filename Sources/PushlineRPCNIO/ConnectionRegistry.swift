@@ -2,15 +2,17 @@ import CoreMetrics
 import NIOCore
 import Synchronization
 
-/// The connections a server is serving, so that a graceful shutdown reaches each of them, and
-/// their count as metrics: `pushline_connections` (open now) and
-/// `pushline_connections_accepted_total`.
+/// The connections a server is serving, so that a graceful shutdown reaches each of them and
+/// the server knows when the last has closed, and their count as metrics:
+/// `pushline_connections` (open now) and `pushline_connections_accepted_total`.
 ///
 /// A connection that registers after the shutdown has begun is told at once.
 final class ConnectionRegistry: Sendable {
   private struct State {
     var isShuttingDown = false
     var connections: [ObjectIdentifier: any Channel] = [:]
+    /// The server, waiting for the last connection to close.
+    var emptyWaiter: CheckedContinuation<Void, Never>?
   }
 
   private let state = Mutex(State())
@@ -23,7 +25,7 @@ final class ConnectionRegistry: Sendable {
     accepted = Counter(label: "pushline_connections_accepted_total", factory: metrics)
   }
 
-  /// Registers `channel` until ``remove(_:)``.
+  /// Registers `channel` until it closes.
   func register(_ channel: any Channel) {
     let (isShuttingDown, count) = state.withLock { state in
       state.connections[ObjectIdentifier(channel)] = channel
@@ -31,25 +33,52 @@ final class ConnectionRegistry: Sendable {
     }
     accepted.increment()
     open.record(count)
+    channel.closeFuture.whenComplete { _ in self.remove(channel) }
     if isShuttingDown { Self.shutDown(channel) }
   }
 
-  /// Forgets a connection that has closed.
-  func remove(_ channel: any Channel) {
-    let count = state.withLock { state in
+  private func remove(_ channel: any Channel) {
+    let (count, waiter) = state.withLock { state in
       state.connections.removeValue(forKey: ObjectIdentifier(channel))
-      return state.connections.count
+      return (state.connections.count, state.connections.isEmpty ? state.emptyWaiter.take() : nil)
     }
     open.record(count)
+    waiter?.resume()
   }
 
-  /// Begins the graceful shutdown of every connection, present and future.
-  func shutDown() {
+  /// Begins the graceful shutdown of every connection, present and future: the present ones in
+  /// random order, spread evenly over `period` (the lame-duck period), so that their clients do
+  /// not all reconnect — somewhere else, or here after a restart — in the same instant.
+  func shutDown(spreadOver period: Duration) {
     let connections = state.withLock { state in
       state.isShuttingDown = true
       return Array(state.connections.values)
+    }.shuffled()
+    let step = TimeAmount(period).nanoseconds / Int64(max(connections.count, 1))
+    for (index, channel) in connections.enumerated() {
+      guard index > 0, step > 0 else {
+        Self.shutDown(channel)
+        continue
+      }
+      channel.eventLoop.scheduleTask(in: .nanoseconds(step * Int64(index))) { Self.shutDown(channel) }
     }
-    for channel in connections { Self.shutDown(channel) }
+  }
+
+  /// Closes every connection at once (the server was cancelled).
+  func closeAll() {
+    for channel in state.withLock({ Array($0.connections.values) }) { channel.close(promise: nil) }
+  }
+
+  /// Returns once no connection is open.
+  func waitUntilEmpty() async {
+    await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+      let isEmpty = state.withLock { state in
+        guard !state.connections.isEmpty else { return true }
+        state.emptyWaiter = waiter
+        return false
+      }
+      if isEmpty { waiter.resume() }
+    }
   }
 
   private static func shutDown(_ channel: any Channel) {

@@ -28,24 +28,35 @@ public struct RPCServer: Sendable {
     /// a frame and stop. Longer than the keepalive interval announced to clients, so that a
     /// live client's pings always arrive in time.
     public var idleTimeout: Duration
-    /// On shutdown, how long calls in progress may still run after the GOAWAY before they are
-    /// cancelled.
+    /// On shutdown, how long calls in progress may still run after their connection's GOAWAY
+    /// before they are cancelled.
     public var gracePeriod: Duration
+    /// On shutdown, the GOAWAYs go out one connection at a time, spread evenly over this
+    /// period (the lame-duck phase), so that clients do not all reconnect in the same instant;
+    /// the server keeps serving each connection until its turn. Zero sends them all at once.
+    public var lameDuckPeriod: Duration
+    /// New connections accepted per second on average, in bursts of as many; past that, a
+    /// connection's handshake is answered with GOAWAY UNAVAILABLE and a retry-after hint, so a
+    /// reconnect storm spreads itself out. 0 accepts every connection.
+    public var maxConnectionsPerSecond: Int
     /// Where the server reports its connections (`pushline_connections`,
-    /// `pushline_connections_accepted_total`); swift-metrics' global factory by default.
+    /// `pushline_connections_accepted_total`, `pushline_connections_refused_total`);
+    /// swift-metrics' global factory by default.
     public var metrics: any MetricsFactory
 
     /// A configuration listening on `host`:`port`.
     public init(
       host: String = "127.0.0.1", port: Int = 7400, connection: ServerConnectionStateMachine.Configuration = .init(),
-      idleTimeout: Duration = .seconds(75), gracePeriod: Duration = .seconds(10),
-      metrics: any MetricsFactory = MetricsSystem.factory
+      idleTimeout: Duration = .seconds(75), gracePeriod: Duration = .seconds(10), lameDuckPeriod: Duration = .zero,
+      maxConnectionsPerSecond: Int = 0, metrics: any MetricsFactory = MetricsSystem.factory
     ) {
       self.host = host
       self.port = port
       self.connection = connection
       self.idleTimeout = idleTimeout
       self.gracePeriod = gracePeriod
+      self.lameDuckPeriod = lameDuckPeriod
+      self.maxConnectionsPerSecond = maxConnectionsPerSecond
       self.metrics = metrics
     }
   }
@@ -62,8 +73,9 @@ public struct RPCServer: Sendable {
   }
 
   /// Binds, runs `body` with the bound address while serving, then shuts down gracefully:
-  /// no new connections, a GOAWAY on every connection, calls in progress get the grace period
-  /// to finish, then everything still running is cancelled.
+  /// no new connections, a GOAWAY on every connection (spread over the lame-duck period),
+  /// calls in progress get the grace period from their connection's GOAWAY to finish, then
+  /// everything still running is cancelled.
   ///
   /// If `body` throws, the server stops at once, without the grace period.
   public func withRunningServer<Result: Sendable>(_ body: (SocketAddress) async throws -> Result) async throws -> Result {
@@ -78,8 +90,8 @@ public struct RPCServer: Sendable {
         group.cancelAll()
         throw error
       }
-      connections.shutDown()
       try? await listener.channel.close()
+      connections.shutDown(spreadOver: configuration.lameDuckPeriod)
       try await group.waitForAll()
       return result
     }
@@ -89,6 +101,10 @@ public struct RPCServer: Sendable {
 
   private func bind() async throws -> Listener {
     let (router, configuration) = (router, configuration)
+    let admission = AdmissionLimiter(
+      ratePerSecond: Double(configuration.maxConnectionsPerSecond), burst: configuration.maxConnectionsPerSecond,
+      refusal: "too many clients are connecting; retry later", nowMillis: WallClock.systemMillis())
+    let refused = Counter(label: "pushline_connections_refused_total", factory: configuration.metrics)
     return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
       .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
       .serverChannelOption(.backlog, value: 256)
@@ -96,13 +112,19 @@ public struct RPCServer: Sendable {
       .childChannelOption(.maxMessagesPerRead, value: ConnectionReads.maxMessagesPerRead)
       .childChannelOption(.recvAllocator, value: ConnectionReads.receiveBuffers)
       .bind(host: configuration.host, port: configuration.port) { channel in
-        channel.eventLoop.makeCompletedFuture {
+        var refusal: RPCError?
+        do throws(RPCError) { try admission.admit(nowMillis: WallClock.systemMillis()) } catch {
+          refusal = error
+          refused.increment()
+        }
+        return channel.eventLoop.makeCompletedFuture {
           try channel.pipeline.syncOperations.addHandlers([
             ByteToMessageHandler(FrameDecoder(maxPayloadLength: configuration.connection.limits.maxFrameSize)),
             FrameEncodingHandler(),
             IdleConnectionHandler(readTimeout: TimeAmount(configuration.idleTimeout)),
             ServerConnectionHandler(
-              router: router, configuration: configuration.connection, gracePeriod: TimeAmount(configuration.gracePeriod)),
+              router: router, configuration: configuration.connection, gracePeriod: TimeAmount(configuration.gracePeriod),
+              refusal: refusal),
           ])
           return channel
         }
@@ -110,23 +132,16 @@ public struct RPCServer: Sendable {
   }
 
   /// Accepts connections until the listener closes; returns once every connection has closed.
+  /// Each connection is served by its handler on its event loop, with no task of its own; the
+  /// registry closes them all when the server is cancelled.
   private func serve(_ listener: Listener, connections registry: ConnectionRegistry) async throws {
-    try await withThrowingDiscardingTaskGroup { group in
-      try? await listener.executeThenClose { connections in
-        for try await channel in connections {
-          registry.register(channel)
-          // The connection is served by its handler on the event loop; this task only waits for
-          // it to close, and closes it when the server is cancelled.
-          group.addTask {
-            await withTaskCancellationHandler {
-              try? await channel.closeFuture.get()
-            } onCancel: {
-              channel.close(promise: nil)
-            }
-            registry.remove(channel)
-          }
-        }
-      }
+    try? await listener.executeThenClose { connections in
+      for try await channel in connections { registry.register(channel) }
+    }
+    await withTaskCancellationHandler {
+      await registry.waitUntilEmpty()
+    } onCancel: {
+      registry.closeAll()
     }
   }
 }

@@ -47,8 +47,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     var deadline: Scheduled<Void>?
     /// A streaming handler's write waiting for the channel to become writable.
     var writer: CheckedContinuation<Void, any Error>?
-    /// A stream's pump waiting for the channel to become writable.
+    /// The call's pump, if its handler handed the stream to one.
     var pump: CallPump?
+    /// Whether the pump waits for the channel to become writable.
+    var pumpAwaitsWritable = false
   }
 
   private var machine: ServerConnectionStateMachine
@@ -61,11 +63,17 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private var output: FlushCoalescer?
   private var executor: EventLoopTaskExecutor?
   private var graceTimer: Scheduled<Void>?
+  /// Set once the shutdown's GOAWAY is sent.
+  private var isGoingAway = false
 
   /// A handler serving `router`'s methods under `configuration`; on shutdown, calls in
-  /// progress get `gracePeriod` to finish.
-  init(router: RPCRouter, configuration: ServerConnectionStateMachine.Configuration, gracePeriod: TimeAmount) {
-    machine = ServerConnectionStateMachine(configuration: configuration)
+  /// progress get `gracePeriod` to finish. With a `refusal`, it answers the handshake with a
+  /// GOAWAY carrying it and closes (see ``ServerConnectionStateMachine/init(configuration:refusal:)``).
+  init(
+    router: RPCRouter, configuration: ServerConnectionStateMachine.Configuration, gracePeriod: TimeAmount,
+    refusal: RPCError? = nil
+  ) {
+    machine = ServerConnectionStateMachine(configuration: configuration, refusal: refusal)
     self.router = router
     self.gracePeriod = gracePeriod
   }
@@ -115,6 +123,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     guard event is ShutDown else { return context.fireUserInboundEventTriggered(event) }
     execute(machine.shutDown())
     guard self.context != nil, graceTimer == nil else { return }
+    isGoingAway = true
+    for call in calls.values { call.pump?.connectionIsGoingAway() }
     let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
     graceTimer = context.eventLoop.scheduleTask(in: gracePeriod) {
       for callID in handler.value.calls.keys { handler.value.stopHandler(of: callID) }
@@ -148,7 +158,15 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   func wakeWhenWritable(callID: UInt32, _ pump: CallPump) {
     guard let context, calls[callID] != nil else { return }
     guard !context.channel.isWritable else { return pump.wake() }
+    calls[callID]?.pumpAwaitsWritable = true
+  }
+
+  /// Makes `pump` the stream of `callID`; it hears of the shutdown's GOAWAY (at once if it
+  /// has gone out already).
+  func register(_ pump: CallPump, callID: UInt32) {
+    guard calls[callID] != nil else { return }
     calls[callID]?.pump = pump
+    if isGoingAway { pump.connectionIsGoingAway() }
   }
 
   /// Runs `writes` (a pump's responses) as one burst: one flush for all of them.
@@ -253,16 +271,17 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     call.deadline?.cancel()
     calls[callID]?.writer = nil
     calls[callID]?.pump = nil
+    calls[callID]?.pumpAwaitsWritable = false
     call.writer?.resume(throwing: CallResponder.callOver)
   }
 
   /// The channel is writable again: every waiting writer and pump goes on.
   private func resumeWriters() {
-    for (callID, call) in calls where call.writer != nil || call.pump != nil {
+    for (callID, call) in calls where call.writer != nil || call.pumpAwaitsWritable {
       calls[callID]?.writer = nil
-      calls[callID]?.pump = nil
+      calls[callID]?.pumpAwaitsWritable = false
       call.writer?.resume()
-      call.pump?.wake()
+      if call.pumpAwaitsWritable { call.pump?.wake() }
     }
   }
 

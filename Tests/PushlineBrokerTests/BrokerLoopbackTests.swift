@@ -95,6 +95,45 @@ struct BrokerLoopbackTests {
     }
   }
 
+  /// On shutdown a subscription ends when its connection's GOAWAY goes out — not at the end
+  /// of the grace period — with UNAVAILABLE and a retry hint within the reconnect spread.
+  @Test func aShutdownEndsAStreamAtItsConnectionsGoAwayWithARetryHint() async throws {
+    var configuration = BrokerConfiguration()
+    configuration.reconnectSpread = .seconds(2)
+    let broker = try await Broker(storage: InMemoryBrokerStorage(), configuration: configuration)
+    let authority = try await TokenAuthority(secret: Self.secret, nowMillis: WallClock.systemMillis)
+    var router = RPCRouter()
+    BrokerService.register(broker, authority: authority, in: &router)
+    let (ports, reportPort) = AsyncStream<Int>.makeStream()
+    let (stop, stopServer) = AsyncStream<Void>.makeStream()
+    let server = Task {
+      // A grace period far longer than the test may take: the stream must not wait for it.
+      try await RPCServer(router: router, configuration: .init(port: 0, gracePeriod: .seconds(600))).withRunningServer { address in
+        reportPort.yield(address.port!)
+        for await _ in stop { break }
+      }
+    }
+    var portIterator = ports.makeAsyncIterator()
+    let harness = Harness(port: try #require(await portIterator.next()), broker: broker, authority: authority)
+    let token = try await harness.token(.subscriber, ["driver/9"])
+    try await harness.connect(token: token) { subscriber in
+      var updates = subscriber.serverStreaming(
+        BrokerService.subscribeMethod, request: SubscribeRequest(topics: [TopicPosition(topic: "driver/9")]),
+        response: TopicUpdate.self
+      ).makeAsyncIterator()
+      _ = try #require(try await updates.next())  // the snapshot: the stream is live
+      stopServer.yield()
+      do {
+        while try await updates.next() != nil {}
+        Issue.record("the stream ended without a status")
+      } catch let error as RPCError {
+        #expect(error.code == .unavailable && error.message == "the broker is shutting down")
+        #expect((0...2000).contains(try #require(error.retryAfterMillis)))
+      }
+    }
+    try await server.value
+  }
+
   @Test func aDroppedConnectionResumesWithOnlyWhatItMissed() async throws {
     try await Self.withBroker { harness in
       let publisherToken = try await harness.token(.publisher, ["*"])

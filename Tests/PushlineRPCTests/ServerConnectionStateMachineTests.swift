@@ -158,6 +158,22 @@ struct ServerConnectionStateMachineTests {
     #expect(try Self.goAway(in: flood).code == StatusCode.resourceExhausted.rawValue)
   }
 
+  @Test func aRefusedConnectionHearsWhyAndWhenToComeBackInAnswerToItsHandshake() throws {
+    let refusal = RPCError(code: .unavailable, message: "too many clients are connecting", retryAfterMillis: 700)
+    var machine = Machine(configuration: .init(), refusal: refusal)
+    #expect(machine.received(.preface(ConnectionPreface()), serverTimeMillis: 0).isEmpty)
+    let actions = machine.received(.frame(Self.hello()), serverTimeMillis: 0)
+    guard case .close(let elements)? = actions.last, case .preface? = elements.first else {
+      Issue.record("expected the server's preface, a GOAWAY and a close, got \(actions)")
+      return
+    }
+    let goAway = try Self.goAway(in: actions)
+    #expect(goAway.code == StatusCode.unavailable.rawValue && goAway.retryAfterMillis == 700)
+    #expect(goAway.message == "too many clients are connecting")
+    #expect(!actions.contains { if case .connectionReady = $0 { true } else { false } })
+    #expect(machine.isClosed)
+  }
+
   @Test func shutdownDrainsCallsInProgressAndRefusesNewOnes() throws {
     var (machine, _) = Self.connected()
     _ = machine.received(Self.start(1), serverTimeMillis: 0)

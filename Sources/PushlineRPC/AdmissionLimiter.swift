@@ -1,11 +1,11 @@
-import PushlineRPC
 import Synchronization
 
-/// A token bucket on new subscriptions: after a restart or a network blip every client comes
-/// back at once, and each subscribe costs a catch-up or a snapshot. Past the rate, a
-/// subscribe is refused with UNAVAILABLE and a retry-after hint — when a token will be there,
-/// plus jitter — so the storm spreads itself out instead of piling up.
-final class AdmissionLimiter: Sendable {
+/// A token bucket on arrivals that are expensive when they all come at once: after a restart
+/// or a network blip every client comes back in the same second, and each connection costs a
+/// handshake, each subscription a catch-up or a snapshot. Past the rate an arrival is refused
+/// with UNAVAILABLE and a retry-after hint — when a token will be there, times a random 1–2 —
+/// so the storm spreads itself out instead of piling up.
+public final class AdmissionLimiter: Sendable {
   private struct Bucket {
     var tokens: Double
     var refilledAtMillis: Int64
@@ -13,18 +13,20 @@ final class AdmissionLimiter: Sendable {
 
   private let ratePerSecond: Double
   private let burst: Double
+  private let refusal: String
   private let bucket: Mutex<Bucket>
 
-  /// A limiter admitting `ratePerSecond` on average and `burst` at once; a rate of 0 or less
-  /// admits everything.
-  init(ratePerSecond: Double, burst: Int, nowMillis: Int64) {
+  /// A limiter admitting `ratePerSecond` on average and `burst` at once, whose refusals say
+  /// `refusal`; a rate of 0 or less admits everything.
+  public init(ratePerSecond: Double, burst: Int, refusal: String, nowMillis: Int64) {
     self.ratePerSecond = ratePerSecond
     self.burst = Double(max(burst, 1))
+    self.refusal = refusal
     bucket = Mutex(Bucket(tokens: Double(max(burst, 1)), refilledAtMillis: nowMillis))
   }
 
   /// Takes a token, or throws UNAVAILABLE saying when to come back.
-  func admit(nowMillis: Int64) throws(RPCError) {
+  public func admit(nowMillis: Int64) throws(RPCError) {
     guard ratePerSecond > 0 else { return }
     let wait = bucket.withLock { bucket -> Double? in
       let elapsed = Double(max(0, nowMillis - bucket.refilledAtMillis)) / 1000
@@ -38,7 +40,6 @@ final class AdmissionLimiter: Sendable {
     }
     guard let wait else { return }
     let millis = wait * 1000 * Double.random(in: 1...2)  // jitter: not everyone back at the same instant
-    throw RPCError(
-      code: .unavailable, message: "too many clients are subscribing; retry later", retryAfterMillis: UInt32(min(millis.rounded(.up), 60_000)))
+    throw RPCError(code: .unavailable, message: refusal, retryAfterMillis: UInt32(min(millis.rounded(.up), 60_000)))
   }
 }
