@@ -151,12 +151,15 @@ extension Broker {
   private func applyCommitted(_ batch: StorageBatch, _ publishes: [PendingPublish]) {
     let now = configuration.nowMillis()
     var coalesced = 0
+    var drainers: [Subscription.Drainer] = []
     state.withLock { state in
       for publish in publishes {
         state.topics[publish.topic, default: TopicState(name: publish.topic, epoch: publish.epoch)].apply(publish.records)
         guard let subscribers = state.subscribers[publish.topic] else { continue }
         for subscription in subscribers.values {
-          for record in publish.records where subscription.enqueue(record, topic: publish.topic) { coalesced += 1 }
+          let (replaced, drainer) = subscription.enqueue(publish.records, topic: publish.topic)
+          coalesced += replaced
+          if let drainer { drainers.append(drainer) }
         }
       }
       for prune in batch.prunes { state.topics[prune.topic]?.apply(prune) }
@@ -176,6 +179,7 @@ extension Broker {
         }
       }
     }
+    for drainer in drainers { drainer.wake() }
     configuration.metrics.publishes.increment(by: publishes.count)
     configuration.metrics.publishedChanges.increment(by: publishes.reduce(0) { $0 + $1.records.count })
     if coalesced > 0 { configuration.metrics.coalescedChanges.increment(by: coalesced) }

@@ -30,6 +30,8 @@ public final class Subscription: Sendable {
     var ended: RPCError?
     var watermarkDue = false
     var lastSentMillis: Int64
+    /// How many topics need a snapshot: a pull checks this before looking for them.
+    var snapshotsDue = 0
 
     /// Whoever drains the queue, to be woken once the lock is released.
     mutating func drainer() -> Drainer {
@@ -59,25 +61,27 @@ public final class Subscription: Sendable {
     state = Mutex(State(lastSentMillis: nowMillis))
   }
 
-  /// Queues a committed change of `topic` (broker lock held); past the queue's bound the
-  /// topic's entries are dropped in favour of a snapshot. Returns whether the change
-  /// replaced a queued older version of its card.
-  func enqueue(_ record: CardRecord, topic: String) -> Bool {
-    let (drainer, coalesced) = state.withLock { state -> (Drainer?, Bool) in
-      guard state.ended == nil, var progress = state.topics[topic], !progress.needsSnapshot else { return (nil, false) }
-      progress.queuedThrough = record.offset
-      var coalesced = false
-      if state.queue.changeCount >= maxQueuedChanges {
-        state.queue.removeAll(for: topic)
-        progress.needsSnapshot = true
-      } else {
-        coalesced = state.queue.append(record.change, topic: topic)
+  /// Queues committed changes of `topic` (broker lock held); past the queue's bound the
+  /// topic's entries are dropped in favour of a snapshot. Returns how many changes replaced a
+  /// queued older version of their card, and the drain to wake once the broker's lock is
+  /// released (so that waking, which may take the event loop's lock, never runs under it).
+  func enqueue(_ records: [CardRecord], topic: String) -> (coalesced: Int, drainer: Drainer?) {
+    state.withLock { state -> (Int, Drainer?) in
+      guard state.ended == nil, var progress = state.topics[topic], !progress.needsSnapshot else { return (0, nil) }
+      var coalesced = 0
+      for record in records {
+        if state.queue.changeCount >= maxQueuedChanges {
+          state.queue.removeAll(for: topic)
+          progress.needsSnapshot = true
+          state.snapshotsDue += 1
+          break
+        }
+        if state.queue.append(record.change, topic: topic) { coalesced += 1 }
       }
+      if let last = records.last { progress.queuedThrough = last.offset }
       state.topics[topic] = progress
-      return (state.drainer(), coalesced)
+      return (coalesced, state.drainer())
     }
-    drainer?.wake()
-    return coalesced
   }
 
   /// How many changes wait in the queue.
@@ -99,13 +103,14 @@ public final class Subscription: Sendable {
 
   /// The topics whose queue overflowed and which need a snapshot.
   var topicsNeedingSnapshot: [String] {
-    state.withLock { state in state.topics.filter(\.value.needsSnapshot).map(\.key) }
+    state.withLock { state in state.snapshotsDue == 0 ? [] : state.topics.filter(\.value.needsSnapshot).map(\.key) }
   }
 
   /// Queues a fresh snapshot of `topic` after an overflow (broker lock held).
   func resynchronize(_ topic: TopicState, snapshot: TopicUpdate) {
     state.withLock { state in
       guard state.topics[topic.name]?.needsSnapshot == true else { return }
+      state.snapshotsDue -= 1
       state.topics[topic.name] = TopicProgress(epoch: topic.epoch, queuedThrough: topic.topOffset)
       state.queue.append(snapshot: snapshot)
     }
@@ -171,7 +176,7 @@ public final class Subscription: Sendable {
       try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
         let ready = state.withLock { state in
           if Task.isCancelled || state.ended != nil || !state.queue.isEmpty || state.watermarkDue
-            || state.topics.values.contains(where: \.needsSnapshot)
+            || state.snapshotsDue > 0
           {
             return true
           }
@@ -188,7 +193,7 @@ public final class Subscription: Sendable {
   func takeReady(maxChanges: Int, nowMillis: Int64) throws(RPCError) -> [TopicUpdate]? {
     try state.withLock { state throws(RPCError) -> [TopicUpdate]? in
       if let ended = state.ended { throw ended }
-      if state.topics.values.contains(where: \.needsSnapshot) { return [] }
+      if state.snapshotsDue > 0 { return [] }
       if !state.queue.isEmpty {
         let topics = state.topics
         var updates = state.queue.take(limit: maxChanges) { topics[$0]?.epoch ?? 0 }
