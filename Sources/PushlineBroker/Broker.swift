@@ -145,7 +145,7 @@ public final class Broker: Sendable {
 
   /// Stops feeding `subscription`, and lets go of its pump (which holds the subscription).
   public func unsubscribe(_ subscription: Subscription) {
-    subscription.state.withLock { $0.pump = nil }
+    subscription.detach()
     let id = ObjectIdentifier(subscription)
     state.withLock { state in
       guard state.subscriptions.removeValue(forKey: id) != nil else { return }

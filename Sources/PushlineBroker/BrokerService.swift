@@ -26,13 +26,13 @@ public enum BrokerService {
       request, writer, context in
       let principal = try await authority.authenticate(context.peer.authToken)
       let subscription = try broker.subscribe(request, for: principal)
-      defer { broker.unsubscribe(subscription) }
       // The transport pulls the subscription's updates on the connection's event loop when
-      // the fan-out wakes it: no task switch per delivery. Without a pump, this task writes.
+      // the fan-out wakes it: no task switch per delivery, and no task waiting per stream (the
+      // stream's end unsubscribes). Without a pump, this task writes.
       if let pump = writer.pump(from: SubscriptionResponses(broker: broker, subscription: subscription)) {
-        subscription.drain(with: pump)
-        try await subscription.waitUntilEnded()
+        return subscription.drain(with: pump)
       }
+      defer { broker.unsubscribe(subscription) }
       while true {
         for update in try await broker.nextUpdates(for: subscription) { try await writer.write(update) }
       }

@@ -25,8 +25,8 @@ public final class Subscription: Sendable {
     var topics: [String: TopicProgress] = [:]
     var waiter: CheckedContinuation<Void, any Error>?
     var pump: (any ResponsePump)?
-    /// The stream's handler, waiting in ``waitUntilEnded()`` while the pump drains.
-    var endWaiter: CheckedContinuation<Void, any Error>?
+    /// The broker has let go of the subscription: nothing drains it any more.
+    var isUnsubscribed = false
     var ended: RPCError?
     var watermarkDue = false
     var lastSentMillis: Int64
@@ -127,42 +127,32 @@ public final class Subscription: Sendable {
     drainer?.wake()
   }
 
-  /// Ends the stream with `error` (the token expired, the broker shuts down).
+  /// Ends the stream with `error` (the token expired, the broker shuts down): the drain's
+  /// next take throws it.
   func end(with error: RPCError) {
-    let (drainer, endWaiter) = state.withLock { state in
+    let drainer = state.withLock { state in
       if state.ended == nil { state.ended = error }
-      return (state.drainer(), state.endWaiter.take())
+      return state.drainer()
     }
     drainer.wake()
-    endWaiter?.resume()
   }
 
   /// Hands the queue to the transport's `pump`, woken from now on whenever there is something
-  /// to send — at once, for what is already queued.
+  /// to send — at once, for what is already queued. A stream that ended before (and so has
+  /// unsubscribed) keeps no pump: the pump holds the subscription, which would hold it forever.
   func drain(with pump: any ResponsePump) {
-    state.withLock { $0.pump = pump }
-    pump.wake()
+    let isUnsubscribed = state.withLock { state in
+      if !state.isUnsubscribed { state.pump = pump }
+      return state.isUnsubscribed
+    }
+    if !isUnsubscribed { pump.wake() }
   }
 
-  /// Waits until the stream ends, while a pump drains it.
-  ///
-  /// - Throws: the ``RPCError`` the stream ended with, or `CancellationError`.
-  func waitUntilEnded() async throws -> Never {
-    while true {
-      try Task.checkCancellation()
-      if let ended = state.withLock({ $0.ended }) { throw ended }
-      try await withTaskCancellationHandler {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-          let over = state.withLock { state in
-            guard !Task.isCancelled, state.ended == nil else { return true }
-            state.endWaiter = continuation
-            return false
-          }
-          if over { continuation.resume() }
-        }
-      } onCancel: {
-        state.withLock { $0.endWaiter.take() }?.resume(throwing: CancellationError())
-      }
+  /// Lets go of the pump (which holds the subscription) and refuses later ones.
+  func detach() {
+    state.withLock { state in
+      state.isUnsubscribed = true
+      state.pump = nil
     }
   }
 

@@ -3,7 +3,9 @@ import PushlineSchema
 import PushlineWire
 
 /// A subscription's updates as a stream's responses, pulled by the transport: each pull takes
-/// what the subscription's queue holds (up to the broker's batch size) and encodes it.
+/// what the subscription's queue holds (up to the broker's batch size) and encodes it. The
+/// stream needs no task: it ends when the subscription does (an expired token, a shutdown),
+/// and its end, whoever caused it, unsubscribes.
 final class SubscriptionResponses: ResponseSource {
   let broker: Broker
   let subscription: Subscription
@@ -13,12 +15,15 @@ final class SubscriptionResponses: ResponseSource {
     self.subscription = subscription
   }
 
-  func nextResponses() -> [[UInt8]] {
-    // An ended subscription has nothing more to send; its handler ends the stream with the error.
-    ((try? broker.readyUpdates(for: subscription)) ?? []).map { $0.serializedBytes() }
+  func nextResponses() throws(RPCError) -> [[UInt8]]? {
+    try broker.readyUpdates(for: subscription).map { $0.serializedBytes() }
   }
 
   func connectionIsGoingAway() {
     broker.goAway(subscription)
+  }
+
+  func streamEnded() {
+    broker.unsubscribe(subscription)
   }
 }

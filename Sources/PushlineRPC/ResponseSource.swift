@@ -1,22 +1,34 @@
 /// The responses of a server stream, pulled by the transport whenever the connection can take
 /// more bytes — for a handler whose responses come from elsewhere (the broker's fan-out), so
-/// that a response costs no task switch and no suspension of the handler.
+/// that a response costs no task switch and no suspension of the handler. Once a handler has
+/// handed its stream to a source it may return: the stream needs no task of its own.
 ///
 /// Called only on the transport's own executor (a connection's event loop), one call at a time.
 public protocol ResponseSource: AnyObject, Sendable {
   /// The next responses to send, encoded; empty when there is nothing to send now (the source
-  /// then calls its pump's ``ResponsePump/wake()`` when there is).
-  func nextResponses() -> [[UInt8]]
+  /// then calls its pump's ``ResponsePump/wake()`` when there is); `nil` when the stream is
+  /// complete, which ends the call with OK.
+  ///
+  /// - Throws: the ``RPCError`` that ends the call.
+  func nextResponses() throws(RPCError) -> [[UInt8]]?
 
   /// The connection sent its shutdown GOAWAY: a stream that never ends by itself (a
-  /// subscription) should end now, so that its client reconnects — to another server, or to
-  /// this one restarted — while the lame-duck period spreads the goaways over time. Called once.
+  /// subscription) should end now — the transport pulls right after — so that its client
+  /// reconnects, to another server or to this one restarted, while the lame-duck period
+  /// spreads the goaways over time. Called at most once.
   func connectionIsGoingAway()
+
+  /// The call is over — its status sent, or the client cancelled, its deadline passed, the
+  /// connection closed: let go of what the stream holds. Called once, whoever ended the call.
+  func streamEnded()
 }
 
 extension ResponseSource {
   /// Does nothing: a stream that ends by itself finishes within the shutdown's grace period.
   public func connectionIsGoingAway() {}
+
+  /// Does nothing: a source that holds nothing beyond its call has nothing to let go of.
+  public func streamEnded() {}
 }
 
 /// Tells the transport that a ``ResponseSource`` has responses to send.

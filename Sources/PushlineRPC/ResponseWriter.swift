@@ -15,10 +15,12 @@ public struct ResponseWriter<Response: WireMessage>: Sendable {
     try await sink.send(response.serializedBytes())
   }
 
-  /// Hands the stream's writing to `source`, which the transport then pulls from on its own
-  /// executor whenever the returned pump is woken and the connection can take bytes: the
-  /// handler no longer writes (it waits for the stream's end), and no response costs a task
-  /// switch. `nil` when the transport cannot; write with ``write(_:)`` then.
+  /// Hands the rest of the stream to `source`, which the transport then pulls from on its own
+  /// executor whenever the returned pump is woken and the connection can take bytes: no
+  /// response costs a task switch. The handler should then return: if it returns normally, the
+  /// call goes on until the source ends it (``ResponseSource/nextResponses()`` returns `nil` or
+  /// throws); if it throws, the call ends with its error. `nil` when the transport cannot; write
+  /// with ``write(_:)`` then.
   public func pump(from source: some ResponseSource) -> (any ResponsePump)? {
     sink.pump?(source)
   }

@@ -1,5 +1,6 @@
 import NIOCore
 import PushlineRPC
+import PushlineSchema
 import Synchronization
 
 /// The transport's end of a ``ResponseSource``: when woken, it pulls a stream's responses on
@@ -29,9 +30,16 @@ final class CallPump: ResponsePump {
     connection.eventLoop.execute { self.pull() }
   }
 
-  /// Tells the source that the connection is going away (on the loop).
+  /// Tells the source that the connection is going away, then pulls, so that the source can
+  /// end the stream (on the loop).
   func connectionIsGoingAway() {
     source.connectionIsGoingAway()
+    wake()
+  }
+
+  /// Tells the source that the call is over (on the loop).
+  func streamEnded() {
+    source.streamEnded()
   }
 
   /// Pulls one batch and writes it in one flush (on the loop); then, if the channel still takes
@@ -42,7 +50,15 @@ final class CallPump: ResponsePump {
     let handler = connection.value
     // While the channel is full, what the source holds stays there (to be coalesced).
     guard handler.isWritable else { return handler.wakeWhenWritable(callID: callID, self) }
-    let responses = source.nextResponses()
+    let responses: [[UInt8]]
+    do throws(RPCError) {
+      guard let next = try source.nextResponses() else {
+        return handler.finish(callID: callID, status: CallStatus(code: StatusCode.ok.rawValue))
+      }
+      responses = next
+    } catch {
+      return handler.finish(callID: callID, status: error.status)
+    }
     guard !responses.isEmpty else { return }
     var outcome = ServerConnectionHandler.SendOutcome.sent
     handler.writeBurst {

@@ -50,12 +50,12 @@ struct CallResponder: Sendable {
     return pump
   }
 
-  /// Ends the call with `status`.
-  func finish(status: CallStatus) {
+  /// The handler returned with `status`, which ends the call unless a pump streams on.
+  func handlerReturned(status: CallStatus) {
     guard connection.eventLoop.inEventLoop else {
-      return connection.eventLoop.execute { [connection, callID] in connection.value.finish(callID: callID, status: status) }
+      return connection.eventLoop.execute { [connection, callID] in connection.value.handlerReturned(callID: callID, status: status) }
     }
-    connection.value.finish(callID: callID, status: status)
+    connection.value.handlerReturned(callID: callID, status: status)
   }
 
   /// Resumes `written` as `outcome` says: at once, after the channel drains, or with CANCELLED.

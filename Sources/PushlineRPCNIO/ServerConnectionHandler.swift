@@ -126,9 +126,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     isGoingAway = true
     for call in calls.values { call.pump?.connectionIsGoingAway() }
     let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-    graceTimer = context.eventLoop.scheduleTask(in: gracePeriod) {
-      for callID in handler.value.calls.keys { handler.value.stopHandler(of: callID) }
-    }
+    graceTimer = context.eventLoop.scheduleTask(in: gracePeriod) { handler.value.gracePeriodEnded() }
   }
 
   // MARK: Input from the calls' handlers (on the event loop)
@@ -161,10 +159,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     calls[callID]?.pumpAwaitsWritable = true
   }
 
-  /// Makes `pump` the stream of `callID`; it hears of the shutdown's GOAWAY (at once if it
-  /// has gone out already).
+  /// Makes `pump` the stream of `callID` until the call ends; it hears of the shutdown's
+  /// GOAWAY (at once if it has gone out already), and of the call's end (at once if the call is
+  /// already over).
   func register(_ pump: CallPump, callID: UInt32) {
-    guard calls[callID] != nil else { return }
+    guard calls[callID] != nil else { return pump.streamEnded() }
     calls[callID]?.pump = pump
     if isGoingAway { pump.connectionIsGoingAway() }
   }
@@ -175,10 +174,19 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     output.burst(writes)
   }
 
-  /// A call's handler returned or threw: send the status that ends the call.
+  /// A call's handler returned with `status`: that ends the call, unless the handler handed
+  /// the stream to a pump and returned OK — the pump then ends the call when its source does.
+  func handlerReturned(callID: UInt32, status: CallStatus) {
+    if status.code == StatusCode.ok.rawValue, calls[callID]?.pump != nil { return }
+    finish(callID: callID, status: status)
+  }
+
+  /// Sends the status that ends the call.
   func finish(callID: UInt32, status: CallStatus) {
-    calls.removeValue(forKey: callID)?.deadline?.cancel()
+    let call = calls.removeValue(forKey: callID)
+    call?.deadline?.cancel()
     execute(machine.finishCall(callID: callID, status: status))
+    call?.pump?.streamEnded()
   }
 
   // MARK: Actions
@@ -198,7 +206,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         runHandler(of: callID)
       case .cancelCall(let callID):
         if calls[callID] != nil { stopHandler(of: callID) }
-        calls.removeValue(forKey: callID)
+        calls.removeValue(forKey: callID)?.pump?.streamEnded()
       case .pongReceived:
         break
       case .close(let elements):
@@ -253,7 +261,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
       } catch {
         status = (error as? RPCError ?? RPCError(code: .unknown, message: "\(error)")).status
       }
-      responder.finish(status: status)
+      responder.handlerReturned(status: status)
     }
   }
 
@@ -270,9 +278,19 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     call.task?.cancel()
     call.deadline?.cancel()
     calls[callID]?.writer = nil
-    calls[callID]?.pump = nil
     calls[callID]?.pumpAwaitsWritable = false
     call.writer?.resume(throwing: CallResponder.callOver)
+  }
+
+  /// The shutdown's grace period is over: handlers still running are cancelled (their calls end
+  /// when they return), and pumped streams still open end with UNAVAILABLE.
+  private func gracePeriodEnded() {
+    for (callID, call) in calls {
+      stopHandler(of: callID)
+      if call.pump != nil {
+        finish(callID: callID, status: RPCError(code: .unavailable, message: "the server has shut down").status)
+      }
+    }
   }
 
   /// The channel is writable again: every waiting writer and pump goes on.
@@ -297,6 +315,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
       call.task?.cancel()
       call.deadline?.cancel()
       call.writer?.resume(throwing: CallResponder.callOver)
+      call.pump?.streamEnded()
     }
   }
 }

@@ -3,6 +3,7 @@ import NIOCore
 import PushlineRPC
 import PushlineRPCNIO
 import PushlineSchema
+import PushlineTesting
 import Synchronization
 import Testing
 
@@ -27,9 +28,11 @@ struct BrokerLoopbackTests {
     }
   }
 
-  static func withBroker(_ body: (Harness) async throws -> Void) async throws {
-    let broker = try await Broker(storage: InMemoryBrokerStorage())
-    let authority = try await TokenAuthority(secret: secret, nowMillis: WallClock.systemMillis)
+  static func withBroker(
+    nowMillis: @escaping @Sendable () -> Int64 = WallClock.systemMillis, _ body: (Harness) async throws -> Void
+  ) async throws {
+    let broker = try await Broker(storage: InMemoryBrokerStorage(), configuration: BrokerConfiguration(nowMillis: nowMillis))
+    let authority = try await TokenAuthority(secret: secret, nowMillis: nowMillis)
     var router = RPCRouter()
     BrokerService.register(broker, authority: authority, in: &router)
     try await RPCServer(router: router, configuration: .init(port: 0)).withRunningServer { address in
@@ -132,6 +135,31 @@ struct BrokerLoopbackTests {
       }
     }
     try await server.value
+  }
+
+  /// A token that expires mid-stream ends the stream with UNAUTHENTICATED, and the stream's
+  /// end lets go of the subscription.
+  @Test func aTokenExpiringMidStreamEndsTheStreamAndItsSubscription() async throws {
+    let clock = ManualWallClock(WallClock.systemMillis())
+    try await Self.withBroker(nowMillis: clock.function) { harness in
+      let token = try await harness.authority.mint(
+        subject: "test", role: .subscriber, topics: ["driver/5"], expiresAtMillis: clock.now + 60_000)
+      try await harness.connect(token: token) { subscriber in
+        var updates = subscriber.serverStreaming(
+          BrokerService.subscribeMethod, request: SubscribeRequest(topics: [TopicPosition(topic: "driver/5")]),
+          response: TopicUpdate.self
+        ).makeAsyncIterator()
+        _ = try #require(try await updates.next())  // the snapshot: the stream is live
+        #expect(harness.broker.subscriptionCount == 1)
+        clock.advance(by: .seconds(61))
+        harness.broker.tick()
+        await #expect { while try await updates.next() != nil {} } throws: { ($0 as? RPCError)?.code == .unauthenticated }
+      }
+      // The status went out before the server let go of the subscription: wait for that.
+      let deadline = ContinuousClock.now + .seconds(10)
+      while harness.broker.subscriptionCount != 0 && ContinuousClock.now < deadline { await Task.yield() }
+      #expect(harness.broker.subscriptionCount == 0)
+    }
   }
 
   @Test func aDroppedConnectionResumesWithOnlyWhatItMissed() async throws {

@@ -11,39 +11,41 @@ import Testing
 struct PumpedStreamTests {
   static let method = "/test.Pumped/Count"
 
-  /// Hands out the numbers 1…`total` as `MetadataEntry`s, `batch` per pull, and says when the
-  /// last has been taken.
+  /// Hands out the numbers 1…`total` as `MetadataEntry`s, `batch` per pull, then completes;
+  /// or, with no total, nothing ever, until its call ends.
   final class Numbers: ResponseSource {
-    let total: Int, batch: Int
+    let total: Int?, batch: Int
     let next = Mutex(1)
-    let (taken, takenSignal) = AsyncStream<Void>.makeStream()
+    let (ended, endedSignal) = AsyncStream<Void>.makeStream()
 
-    init(total: Int, batch: Int) {
+    init(total: Int?, batch: Int) {
       self.total = total
       self.batch = batch
     }
 
-    func nextResponses() -> [[UInt8]] {
+    func nextResponses() -> [[UInt8]]? {
+      guard let total else { return [] }
       let numbers = next.withLock { next -> ClosedRange<Int>? in
         guard next <= total else { return nil }
         defer { next = min(next + batch, total + 1) }
         return next...min(next + batch - 1, total)
       }
-      guard let numbers else { return [] }
-      if numbers.upperBound == total { takenSignal.finish() }
-      return numbers.map { MetadataEntry(key: "\($0)").serializedBytes() }
+      return numbers?.map { MetadataEntry(key: "\($0)").serializedBytes() }
+    }
+
+    func streamEnded() {
+      endedSignal.finish()
     }
   }
 
   /// Every message arrives once, in order, and the status follows the last — with the pump
-  /// woken many times before its first pull.
+  /// woken many times before its first pull, and the handler gone from the start.
   @Test func everyPulledResponseArrivesInOrderThenTheStatus() async throws {
     var router = RPCRouter()
     router.registerServerStreaming(Self.method, request: MetadataEntry.self, response: MetadataEntry.self) { request, writer, _ in
       let numbers = Numbers(total: Int(request.value ?? "0") ?? 0, batch: 100)
       let pump = try #require(writer.pump(from: numbers))
       for _ in 0..<10 { pump.wake() }
-      for await _ in numbers.taken {}
     }
     try await RPCServer(router: router, configuration: .init(port: 0)).withRunningServer { address in
       try await RPCClient.withConnection(host: "127.0.0.1", port: address.port!) { connection in
@@ -56,6 +58,36 @@ struct PumpedStreamTests {
         }
         #expect(received == 20_000)
       }
+    }
+  }
+
+  /// A stream that never ends by itself hears of its end when the client leaves, so that it
+  /// can let go of what it holds (the broker's subscription).
+  @Test func aSourceHearsOfItsEndWhenTheClientLeaves() async throws {
+    let (sources, reportSource) = AsyncStream<Numbers>.makeStream()
+    var router = RPCRouter()
+    router.registerServerStreaming(Self.method, request: MetadataEntry.self, response: MetadataEntry.self) { _, writer, _ in
+      let numbers = Numbers(total: nil, batch: 1)
+      _ = try #require(writer.pump(from: numbers))
+      reportSource.yield(numbers)
+    }
+    try await RPCServer(router: router, configuration: .init(port: 0)).withRunningServer { address in
+      var sourceIterator = sources.makeAsyncIterator()
+      try await RPCClient.withConnection(host: "127.0.0.1", port: address.port!) { connection in
+        let stream = Task {
+          for try await _ in connection.serverStreaming(Self.method, request: MetadataEntry(key: "n"), response: MetadataEntry.self) {}
+        }
+        let source = try #require(await sourceIterator.next())
+        stream.cancel()  // the client cancels its call
+        for await _ in source.ended {}
+      }
+      let source = try await RPCClient.withConnection(host: "127.0.0.1", port: address.port!) { connection in
+        _ = Task {
+          for try await _ in connection.serverStreaming(Self.method, request: MetadataEntry(key: "n"), response: MetadataEntry.self) {}
+        }
+        return try #require(await sourceIterator.next())
+      }
+      for await _ in source.ended {}  // the client left: its connection closed
     }
   }
 }

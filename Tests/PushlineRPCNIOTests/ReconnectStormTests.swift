@@ -19,20 +19,21 @@ struct ReconnectStormTests {
 
   /// A stream that never ends by itself: it ends when its connection goes away, and notes when.
   final class Follower: ResponseSource {
-    let goingAway: AsyncStream<Void>
-    private let signal: AsyncStream<Void>.Continuation
     private let instants: Instants
+    private let isGoingAway = Mutex(false)
 
     init(instants: Instants) {
-      (goingAway, signal) = AsyncStream<Void>.makeStream()
       self.instants = instants
     }
 
-    func nextResponses() -> [[UInt8]] { [] }
+    func nextResponses() throws(RPCError) -> [[UInt8]]? {
+      guard isGoingAway.withLock({ $0 }) else { return [] }
+      throw RPCError(code: .unavailable, message: "going away", retryAfterMillis: 10)
+    }
 
     func connectionIsGoingAway() {
       instants.noted.withLock { $0.append(.now) }
-      signal.finish()
+      isGoingAway.withLock { $0 = true }
     }
   }
 
@@ -74,8 +75,6 @@ struct ReconnectStormTests {
       let follower = Follower(instants: instants)
       _ = try #require(writer.pump(from: follower))
       reportStart.yield()
-      for await _ in follower.goingAway {}
-      throw RPCError(code: .unavailable, message: "going away", retryAfterMillis: 10)
     }
     let (ports, reportPort) = AsyncStream<Int>.makeStream()
     let (stop, stopServer) = AsyncStream<Void>.makeStream()
