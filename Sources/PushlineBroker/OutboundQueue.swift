@@ -127,9 +127,12 @@ public struct OutboundQueue: Sendable {
 
   private mutating func compactIfSparse() {
     if entryCount == 0 {
-      slots.removeAll(keepingCapacity: slots.count < 4096)
+      // An empty queue holds no storage: most subscribers are idle most of the time, and their
+      // memory, not an allocation per burst, is what a broker with many of them runs out of.
+      slots = []
       head = 0
-      perTopic.removeAll(keepingCapacity: true)
+      perTopic = [:]
+      positions = [:]
       return
     }
     guard head > 1024 || slots.count - head > 2 * entryCount + 1024 else { return }

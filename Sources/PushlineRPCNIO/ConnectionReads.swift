@@ -5,10 +5,12 @@ import NIOCore
 /// NIO's defaults (4 reads, receive buffers growing to 64 KiB) make a busy connection cost many
 /// loop turns, each with its own flush; 16 reads into buffers growing to 256 KiB let one turn
 /// take in a whole burst, answered by one flush (DESIGN.md measured 122k against 682k
-/// messages/s for a fan-out server). Buffers start at 2 KiB, so idle connections stay small.
+/// messages/s for a fan-out server). A channel keeps its receive buffer between reads, so they
+/// start at 512 bytes — a handshake and a subscribe fit — and idle connections stay small; a
+/// busy one's grows with its reads.
 enum ConnectionReads {
   /// `ChannelOptions.maxMessagesPerRead`.
   static let maxMessagesPerRead: UInt = 16
   /// `ChannelOptions.recvAllocator`.
-  static let receiveBuffers = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2_048, maximum: 256 << 10)
+  static let receiveBuffers = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 256 << 10)
 }

@@ -38,11 +38,22 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     case callOver
   }
 
+  /// What a call holds only until its handler runs, boxed so that a long-lived call (a stream)
+  /// costs little: its context, its handler and its request messages.
+  private final class Opening {
+    let context: ServerContext
+    let handler: RPCRouter.Handler
+    var requests: [[UInt8]] = []
+
+    init(context: ServerContext, handler: @escaping RPCRouter.Handler) {
+      self.context = context
+      self.handler = handler
+    }
+  }
+
   /// A call between its start and its end.
   private struct Call {
-    var context: ServerContext
-    var handler: RPCRouter.Handler
-    var requests: [[UInt8]] = []
+    var opening: Opening?
     var task: Task<Void, Never>?
     var deadline: Scheduled<Void>?
     /// A streaming handler's write waiting for the channel to become writable.
@@ -177,8 +188,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// A call's handler returned with `status`: that ends the call, unless the handler handed
   /// the stream to a pump and returned OK — the pump then ends the call when its source does.
   func handlerReturned(callID: UInt32, status: CallStatus) {
-    if status.code == StatusCode.ok.rawValue, calls[callID]?.pump != nil { return }
-    finish(callID: callID, status: status)
+    guard status.code == StatusCode.ok.rawValue, calls[callID]?.pump != nil else { return finish(callID: callID, status: status) }
+    calls[callID]?.task = nil  // the finished task's memory goes; the stream lives on in its pump
   }
 
   /// Sends the status that ends the call.
@@ -220,8 +231,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     guard let (_, handler) = router.handler(for: start.method) else {
       return finish(callID: callID, status: RPCError(code: .unimplemented, message: "no method \(start.method)").status)
     }
-    var call = Call(context: ServerContext(peer: peer, start: start), handler: handler)
-    if let timeout = call.context.timeout {
+    let serverContext = ServerContext(peer: peer, start: start)
+    var call = Call(opening: Opening(context: serverContext, handler: handler))
+    if let timeout = serverContext.timeout {
       // The deadline runs from the call's start, whatever the handler is doing.
       let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
       call.deadline = context.eventLoop.scheduleTask(in: TimeAmount(timeout)) { handler.value.deadlinePassed(callID: callID) }
@@ -231,11 +243,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
   private func deliver(_ payload: [UInt8], compressed: Bool, callID: UInt32) {
     guard compressed, let peer else {
-      calls[callID]?.requests.append(payload)
+      calls[callID]?.opening?.requests.append(payload)
       return
     }
     do throws(RPCError) {
-      calls[callID]?.requests.append(try Deflate.decompress(payload, limit: peer.limits.maxMessageSize))
+      calls[callID]?.opening?.requests.append(try Deflate.decompress(payload, limit: peer.limits.maxMessageSize))
     } catch {
       stopHandler(of: callID)
       finish(callID: callID, status: error.status)
@@ -243,16 +255,16 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   }
 
   private func runHandler(of callID: UInt32) {
-    guard let call = calls[callID], let context, let executor else { return }
-    guard call.requests.count == 1 else {
-      let refusal = RPCError(code: .invalidArgument, message: "the method takes one request, got \(call.requests.count)")
+    guard let opening = calls[callID]?.opening, let context, let executor else { return }
+    calls[callID]?.opening = nil
+    guard opening.requests.count == 1 else {
+      let refusal = RPCError(code: .invalidArgument, message: "the method takes one request, got \(opening.requests.count)")
       return finish(callID: callID, status: refusal.status)
     }
     let responder = CallResponder(
       connection: NIOLoopBound(self, eventLoop: context.eventLoop), callID: callID,
-      compresses: call.context.peer.compression == .deflate)
-    let (request, handler, serverContext) = (call.requests[0], call.handler, call.context)
-    calls[callID]?.requests = []
+      compresses: opening.context.peer.compression == .deflate)
+    let (request, handler, serverContext) = (opening.requests[0], opening.handler, opening.context)
     calls[callID]?.task = Task(executorPreference: executor) {
       let status: CallStatus
       do {
