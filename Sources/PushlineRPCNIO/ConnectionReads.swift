@@ -6,11 +6,11 @@ import NIOCore
 /// loop turns, each with its own flush; 16 reads into buffers growing to 256 KiB let one turn
 /// take in a whole burst, answered by one flush (DESIGN.md measured 122k against 682k
 /// messages/s for a fan-out server). A channel keeps its receive buffer between reads, so they
-/// start at 512 bytes — a handshake and a subscribe fit — and idle connections stay small; a
+/// start at 256 bytes — a handshake fits in one or two — and idle connections stay small; a
 /// busy one's grows with its reads.
 enum ConnectionReads {
   /// `ChannelOptions.maxMessagesPerRead`.
   static let maxMessagesPerRead: UInt = 16
   /// `ChannelOptions.recvAllocator`.
-  static let receiveBuffers = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 256 << 10)
+  static let receiveBuffers = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 256 << 10)
 }
