@@ -79,27 +79,30 @@ public struct RPCServer: Sendable {
   ///
   /// If `body` throws, the server stops at once, without the grace period.
   public func withRunningServer<Result: Sendable>(_ body: (SocketAddress) async throws -> Result) async throws -> Result {
-    let listener = try await bind()
     let connections = ConnectionRegistry(metrics: configuration.metrics)
-    return try await withThrowingTaskGroup(of: Void.self) { group in
-      group.addTask { try await serve(listener, connections: connections) }
-      let result: Result
-      do {
-        result = try await body(listener.channel.localAddress!)
-      } catch {
-        group.cancelAll()
-        throw error
-      }
-      try? await listener.channel.close()
-      connections.shutDown(spreadOver: configuration.lameDuckPeriod)
-      try await group.waitForAll()
-      return result
+    let listener = try await bind(registeringIn: connections)
+    let result: Result
+    do {
+      result = try await body(listener.localAddress!)
+    } catch {
+      try? await listener.close()
+      connections.closeAll()
+      await connections.waitUntilEmpty()
+      throw error
     }
+    try? await listener.close()
+    connections.shutDown(spreadOver: configuration.lameDuckPeriod)
+    await withTaskCancellationHandler {
+      await connections.waitUntilEmpty()
+    } onCancel: {
+      connections.closeAll()
+    }
+    return result
   }
 
-  private typealias Listener = NIOAsyncChannel<any Channel, Never>
-
-  private func bind() async throws -> Listener {
+  /// Listens; each accepted connection is set up and registered on its own event loop, and
+  /// served there by its handler, with no task of its own.
+  private func bind(registeringIn registry: ConnectionRegistry) async throws -> any Channel {
     let (router, configuration) = (router, configuration)
     let admission = AdmissionLimiter(
       ratePerSecond: Double(configuration.maxConnectionsPerSecond), burst: configuration.maxConnectionsPerSecond,
@@ -111,7 +114,7 @@ public struct RPCServer: Sendable {
       .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
       .childChannelOption(.maxMessagesPerRead, value: ConnectionReads.maxMessagesPerRead)
       .childChannelOption(.recvAllocator, value: ConnectionReads.receiveBuffers)
-      .bind(host: configuration.host, port: configuration.port) { channel in
+      .childChannelInitializer { channel in
         var refusal: RPCError?
         do throws(RPCError) { try admission.admit(nowMillis: WallClock.systemMillis()) } catch {
           refusal = error
@@ -126,22 +129,10 @@ public struct RPCServer: Sendable {
               router: router, configuration: configuration.connection, gracePeriod: TimeAmount(configuration.gracePeriod),
               refusal: refusal),
           ])
-          return channel
+          registry.register(channel)
         }
       }
-  }
-
-  /// Accepts connections until the listener closes; returns once every connection has closed.
-  /// Each connection is served by its handler on its event loop, with no task of its own; the
-  /// registry closes them all when the server is cancelled.
-  private func serve(_ listener: Listener, connections registry: ConnectionRegistry) async throws {
-    try? await listener.executeThenClose { connections in
-      for try await channel in connections { registry.register(channel) }
-    }
-    await withTaskCancellationHandler {
-      await registry.waitUntilEmpty()
-    } onCancel: {
-      registry.closeAll()
-    }
+      .bind(host: configuration.host, port: configuration.port)
+      .get()
   }
 }
