@@ -155,9 +155,14 @@ extension Broker {
     state.withLock { state in
       for publish in publishes {
         state.topics[publish.topic, default: TopicState(name: publish.topic, epoch: publish.epoch)].apply(publish.records)
-        guard let subscribers = state.subscribers[publish.topic] else { continue }
+      }
+      // Per topic, the whole batch's changes in offset order: one enqueue and one wake per
+      // subscriber per commit, however many publishes the commit grouped.
+      for topic in batch.topics {
+        guard let subscribers = state.subscribers[topic.topic] else { continue }
+        let changes = topic.records.map(\.change)  // once, however many subscribers share them
         for subscription in subscribers.values {
-          let (replaced, drainer) = subscription.enqueue(publish.records, topic: publish.topic)
+          let (replaced, drainer) = subscription.enqueue(changes, topic: topic.topic)
           coalesced += replaced
           if let drainer { drainers.append(drainer) }
         }

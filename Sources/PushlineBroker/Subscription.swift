@@ -61,24 +61,25 @@ public final class Subscription: Sendable {
     state = Mutex(State(lastSentMillis: nowMillis))
   }
 
-  /// Queues committed changes of `topic` (broker lock held); past the queue's bound the
-  /// topic's entries are dropped in favour of a snapshot. Returns how many changes replaced a
-  /// queued older version of their card, and the drain to wake once the broker's lock is
-  /// released (so that waking, which may take the event loop's lock, never runs under it).
-  func enqueue(_ records: [CardRecord], topic: String) -> (coalesced: Int, drainer: Drainer?) {
+  /// Queues committed changes of `topic`, each with its offset (broker lock held); past the
+  /// queue's bound the topic's entries are dropped in favour of a snapshot. Returns how many
+  /// changes replaced a queued older version of their card, and the drain to wake once the
+  /// broker's lock is released (so that waking, which may take the event loop's lock, never
+  /// runs under it).
+  func enqueue(_ changes: [CardChange], topic: String) -> (coalesced: Int, drainer: Drainer?) {
     state.withLock { state -> (Int, Drainer?) in
       guard state.ended == nil, var progress = state.topics[topic], !progress.needsSnapshot else { return (0, nil) }
       var coalesced = 0
-      for record in records {
+      for change in changes {
         if state.queue.changeCount >= maxQueuedChanges {
           state.queue.removeAll(for: topic)
           progress.needsSnapshot = true
           state.snapshotsDue += 1
           break
         }
-        if state.queue.append(record.change, topic: topic) { coalesced += 1 }
+        if state.queue.append(change, topic: topic) { coalesced += 1 }
       }
-      if let last = records.last { progress.queuedThrough = last.offset }
+      if let last = changes.last?.offset { progress.queuedThrough = last }
       state.topics[topic] = progress
       return (coalesced, state.drainer())
     }

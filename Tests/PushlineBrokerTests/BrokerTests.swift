@@ -155,11 +155,14 @@ struct BrokerTests {
   }
 
   /// While a commit is under way (held by the storage), 199 publishes queue; they share the
-  /// next commit, and no two publishes of a topic share an offset.
+  /// next commit, no two publishes of a topic share an offset, and each topic's subscriber gets
+  /// every change of the shared commit once, in offset order.
   @Test func publishesArrivingDuringACommitShareTheNextOne() async throws {
     let storage = CountingStorage()
     storage.holdCommits()
     let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+    let subscriptions = try (0..<4).map { try broker.subscribe("t\($0)") }
+    for subscription in subscriptions { _ = try ready(subscription) }  // the empty snapshots
     let responses = try await withThrowingTaskGroup(of: PublishResponse.self) { group in
       group.addTask { try await broker.publish("t0", [card("c0", 1)]) }
       while storage.heldCount < 1 { await Task.yield() }
@@ -173,6 +176,10 @@ struct BrokerTests {
       #expect(offsets.sorted() == Array(1...50))
     }
     #expect(storage.commits.withLock { $0 } == 2)
+    for (topic, subscription) in subscriptions.enumerated() {
+      let offsets = try ready(subscription, limit: 1000).flatMap(\.changes).compactMap(\.offset)
+      #expect(offsets == Array(1...50), "t\(topic)")
+    }
   }
 
   @Test func watermarksConfirmFreshnessWhenNothingChanges() async throws {

@@ -24,6 +24,9 @@ struct BrokerReport {
     func perDelivery(_ name: String) -> ([String: Double]) -> Double? {
       { values in values[name].flatMap { cpu in values["delivered"].map { cpu / max(1, $0) * 1e6 } } }
     }
+    let settled: ([String: Double]) -> Double? = { values in
+      values["expected"].flatMap { expected in values["seconds"].map { expected / $0 } }
+    }
     let rate: (Double) -> String = { $0 >= 10_000 ? String(format: "%.0fk", $0 / 1_000) : String(format: "%.0f", $0) }
     let count: (Double) -> String = { String(format: "%.0f", $0) }
     let micros: (Double) -> String = { String(format: "%.2f µs", $0) }
@@ -35,6 +38,9 @@ struct BrokerReport {
         Row(scenario: scenario, label: "deliveries/s", value: key("deliveriesPerSecond"), format: rate, ratio: true, target: "≥ 1.5× memory, ≥ 1× SQLite"),
         Row(scenario: scenario, label: "changes delivered", value: key("delivered"), format: count),
         Row(scenario: scenario, label: "coalesced (expected − delivered)", value: key("coalesced"), format: count),
+        // What subscribers see: every change published, delivered or coalesced away, reflected
+        // in their state, per second until the last subscriber has the final state.
+        Row(scenario: scenario, label: "changes settled/s (expected ÷ time)", value: settled, format: rate, ratio: true),
         Row(scenario: scenario, label: "publish acks/s (nats: PUBs/s, no acks)", value: key("publishesPerSecond"), format: rate, ratio: true),
         Row(scenario: scenario, label: "broker CPU per delivery", value: perDelivery("brokerCPUSeconds"), format: micros),
         Row(scenario: scenario, label: "load generator CPU per delivery", value: perDelivery("loadCPUSeconds"), format: micros),
