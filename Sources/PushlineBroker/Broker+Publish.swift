@@ -146,6 +146,17 @@ extension Broker {
     }
   }
 
+  /// `records` (in offset order) without those a later record of the same card supersedes:
+  /// what a queue holds after taking them one by one, since a newer version replaces an older
+  /// one and moves to the back. So a batch is coalesced once, not once per subscriber.
+  static func latestVersions(of records: [CardRecord]) -> [CardRecord] {
+    guard records.count > 1 else { return records }
+    var last: [String: Int] = [:]
+    for (index, record) in records.enumerated() { last[record.cardID] = index }
+    guard last.count < records.count else { return records }
+    return records.indices.filter { last[records[$0].cardID] == $0 }.map { records[$0] }
+  }
+
   /// Makes a committed batch visible: applies it to the topics, fans the changes out,
   /// remembers idempotency keys, and schedules tombstone prunes for the topics it touched.
   private func applyCommitted(_ batch: StorageBatch, _ publishes: [PendingPublish]) {
@@ -160,10 +171,11 @@ extension Broker {
       // subscriber per commit, however many publishes the commit grouped.
       for topic in batch.topics {
         guard let subscribers = state.subscribers[topic.topic] else { continue }
-        let changes = topic.records.map(\.change)  // once, however many subscribers share them
+        // Coalesced once for all subscribers, as each queue would (see `latestVersions`).
+        let changes = Self.latestVersions(of: topic.records).map(\.change)
         for subscription in subscribers.values {
           let (replaced, drainer) = subscription.enqueue(changes, topic: topic.topic)
-          coalesced += replaced
+          coalesced += replaced + topic.records.count - changes.count
           if let drainer { drainers.append(drainer) }
         }
       }

@@ -66,3 +66,27 @@ struct DeliveryContractPropertyTests {
     #expect(replica.position == broker.state.withLock { $0.topics["t"]!.topOffset })
   }
 }
+
+/// A commit's changes are coalesced once for all subscribers; that must leave every queue as
+/// appending them one by one would have.
+@Suite("Coalescing a commit once")
+struct CommitCoalescingTests {
+  @Test(arguments: 0..<50)
+  func aBatchCoalescedOnceQueuesAsItsChangesOneByOne(seed: Int) {
+    var random = SplitMix64(seed: UInt64(seed) &+ 99)
+    func records(from first: Int64, count: Int) -> [CardRecord] {
+      (0..<count).map { index in
+        let id = "c\(random.next() % 5)"
+        let card = random.next() % 4 == 0 ? nil : card(id, Int(first) + index)
+        return CardRecord(cardID: id, offset: first + Int64(index), card: card, changedAtMillis: 0)
+      }
+    }
+    var oneByOne = OutboundQueue()
+    for record in records(from: 1, count: Int(random.next() % 4)) { oneByOne.append(record.change, topic: "t") }
+    var coalescedOnce = oneByOne
+    let batch = records(from: 10, count: 1 + Int(random.next() % 12))
+    for record in batch { oneByOne.append(record.change, topic: "t") }
+    for record in Broker.latestVersions(of: batch) { coalescedOnce.append(record.change, topic: "t") }
+    #expect(coalescedOnce.take(limit: 100) { _ in 1 } == oneByOne.take(limit: 100) { _ in 1 })
+  }
+}
