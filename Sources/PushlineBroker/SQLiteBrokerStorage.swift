@@ -92,14 +92,15 @@ public final class SQLiteBrokerStorage: BrokerStorage {
 
   public func commit(_ batch: StorageBatch) async throws {
     try await database.write { db in
+      // Statements are prepared once per connection: a commit of many topics runs them many times.
+      let advance = try db.cachedStatement(
+        sql: """
+          INSERT INTO topic (name, epoch, topOffset) VALUES (?, ?, ?)
+          ON CONFLICT (name) DO UPDATE SET topOffset = max(topOffset, excluded.topOffset)
+          """)
+      let upsert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO card VALUES (?, ?, ?, ?, ?)")
       for topic in batch.topics {
-        try db.execute(
-          sql: """
-            INSERT INTO topic (name, epoch, topOffset) VALUES (?, ?, ?)
-            ON CONFLICT (name) DO UPDATE SET topOffset = max(topOffset, excluded.topOffset)
-            """,
-          arguments: [topic.topic, topic.epoch, topic.topOffset])
-        let upsert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO card VALUES (?, ?, ?, ?, ?)")
+        try advance.execute(arguments: [topic.topic, topic.epoch, topic.topOffset])
         for record in topic.records {
           let blob = record.card.map { Data($0.serializedBytes()) }
           try upsert.execute(arguments: [topic.topic, record.cardID, record.offset, blob, record.changedAtMillis])
