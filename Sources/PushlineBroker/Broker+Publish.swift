@@ -175,7 +175,7 @@ extension Broker {
         let changes = Self.latestVersions(of: topic.records).map(\.change)
         for subscription in subscribers.values {
           let (replaced, drainer) = subscription.enqueue(changes, topic: topic.topic)
-          coalesced += replaced + topic.records.count - changes.count
+          if let replaced { coalesced += replaced + topic.records.count - changes.count }
           if let drainer { drainers.append(drainer) }
         }
       }

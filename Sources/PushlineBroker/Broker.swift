@@ -74,7 +74,7 @@ public final class Broker: Sendable {
   ///
   /// - Throws: INVALID_ARGUMENT for no, too many, repeated or badly named topics;
   ///   PERMISSION_DENIED when `principal` may not read one of them; UNAVAILABLE with a
-  ///   retry-after hint past the admission rate or during shutdown.
+  ///   retry-after hint past the admission rate or after ``shutDown()``.
   public func subscribe(_ request: SubscribeRequest, for principal: Principal) throws(RPCError) -> Subscription {
     guard (1...configuration.maxTopicsPerSubscription).contains(request.topics.count) else {
       throw RPCError(
@@ -184,9 +184,11 @@ public final class Broker: Sendable {
     }
   }
 
-  /// Starts the shutdown: refuses new subscriptions and ends every open one with UNAVAILABLE
-  /// and a retry-after hint drawn at random from the reconnect spread, so that a restart
-  /// does not bring every client back at the same instant.
+  /// Starts the shutdown of a broker served some other way than by `RPCServer` (which ends
+  /// each stream at its connection's GOAWAY, spread over its lame-duck period): refuses new
+  /// subscriptions and ends every open one with UNAVAILABLE and a retry-after hint drawn at
+  /// random from the reconnect spread, so that a restart does not bring every client back at
+  /// the same instant.
   public func shutDown() {
     let subscriptions = state.withLock { state in
       state.isShutDown = true

@@ -63,12 +63,12 @@ public final class Subscription: Sendable {
 
   /// Queues committed changes of `topic`, each with its offset (broker lock held); past the
   /// queue's bound the topic's entries are dropped in favour of a snapshot. Returns how many
-  /// changes replaced a queued older version of their card, and the drain to wake once the
-  /// broker's lock is released (so that waking, which may take the event loop's lock, never
-  /// runs under it).
-  func enqueue(_ changes: [CardChange], topic: String) -> (coalesced: Int, drainer: Drainer?) {
-    state.withLock { state -> (Int, Drainer?) in
-      guard state.ended == nil, var progress = state.topics[topic], !progress.needsSnapshot else { return (0, nil) }
+  /// changes replaced a queued older version of their card (nil when the subscription took
+  /// none: it ended, or awaits a snapshot), and the drain to wake once the broker's lock is
+  /// released (so that waking, which may take the event loop's lock, never runs under it).
+  func enqueue(_ changes: [CardChange], topic: String) -> (coalesced: Int?, drainer: Drainer?) {
+    state.withLock { state -> (Int?, Drainer?) in
+      guard state.ended == nil, var progress = state.topics[topic], !progress.needsSnapshot else { return (nil, nil) }
       var coalesced = 0
       for change in changes {
         if state.queue.changeCount >= maxQueuedChanges {

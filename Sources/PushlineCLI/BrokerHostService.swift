@@ -3,8 +3,9 @@ import ServiceLifecycle
 
 /// A ``BrokerHost`` as a `Service` of a `ServiceGroup`: it serves until the group's graceful
 /// shutdown (in `serve`, SIGTERM or SIGINT), then stops the way ``BrokerHost/run(_:)`` does —
-/// a GOAWAY to every client, the grace period for calls in progress, then cancellation of what
-/// still runs. Cancelled instead, it stops at once, without the grace period.
+/// a GOAWAY to every client, spread over the lame-duck period and each ending its connection's
+/// subscriptions, the grace period for calls in progress, then cancellation of what still runs.
+/// Cancelled instead, it stops at once, without the grace period.
 struct BrokerHostService: Service {
   var brokerHost: BrokerHost
   /// Called once, with the bound address, when the broker serves.

@@ -13,7 +13,8 @@ public protocol ResponseSource: AnyObject, Sendable {
   func nextResponses() throws(RPCError) -> [[UInt8]]?
 
   /// The connection sent its shutdown GOAWAY: a stream that never ends by itself (a
-  /// subscription) should end now — the transport pulls right after — so that its client
+  /// subscription) should end now — the transport pulls next, as soon as the connection takes
+  /// bytes — so that its client
   /// reconnects, to another server or to this one restarted, while the lame-duck period
   /// spreads the goaways over time. Called at most once.
   func connectionIsGoingAway()

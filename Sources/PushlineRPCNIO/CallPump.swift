@@ -17,6 +17,8 @@ final class CallPump: ResponsePump {
   private let source: any ResponseSource
   /// A pull is scheduled on the loop and has not begun: later wakes are merged into it.
   private let isScheduled = Atomic<Bool>(false)
+  /// The call is over: a pull already queued asks the source for nothing more.
+  private let isOver = Atomic<Bool>(false)
 
   init(connection: NIOLoopBound<ServerConnectionHandler>, callID: UInt32, compresses: Bool, source: any ResponseSource) {
     self.connection = connection
@@ -37,8 +39,9 @@ final class CallPump: ResponsePump {
     wake()
   }
 
-  /// Tells the source that the call is over (on the loop).
+  /// Tells the source that the call is over (on the loop), once.
   func streamEnded() {
+    guard !isOver.exchange(true, ordering: .acquiringAndReleasing) else { return }
     source.streamEnded()
   }
 
@@ -47,6 +50,7 @@ final class CallPump: ResponsePump {
   /// that a stream fed as fast as it drains cannot keep the loop from its other channels.
   private func pull() {
     isScheduled.store(false, ordering: .releasing)
+    guard !isOver.load(ordering: .acquiring) else { return }
     let handler = connection.value
     // While the channel is full, what the source holds stays there (to be coalesced).
     guard handler.isWritable else { return handler.wakeWhenWritable(callID: callID, self) }

@@ -4,7 +4,8 @@ import Synchronization
 
 /// The connections a server is serving, so that a graceful shutdown reaches each of them and
 /// the server knows when the last has closed, and their count as metrics:
-/// `pushline_connections` (open now) and `pushline_connections_accepted_total`.
+/// `pushline_connections` (open now, refused ones too until they close) and
+/// `pushline_connections_accepted_total` (refused ones not included).
 ///
 /// A connection that registers after the shutdown has begun is told at once.
 final class ConnectionRegistry: Sendable {
@@ -25,13 +26,14 @@ final class ConnectionRegistry: Sendable {
     accepted = Counter(label: "pushline_connections_accepted_total", factory: metrics)
   }
 
-  /// Registers `channel` until it closes.
-  func register(_ channel: any Channel) {
+  /// Registers `channel` until it closes; a connection refused past the accept rate is not
+  /// counted as accepted.
+  func register(_ channel: any Channel, isRefused: Bool) {
     let (isShuttingDown, count) = state.withLock { state in
       state.connections[ObjectIdentifier(channel)] = channel
       return (state.isShuttingDown, state.connections.count)
     }
-    accepted.increment()
+    if !isRefused { accepted.increment() }
     open.record(count)
     channel.closeFuture.whenComplete { _ in self.remove(channel) }
     if isShuttingDown { Self.shutDown(channel) }

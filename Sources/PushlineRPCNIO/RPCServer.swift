@@ -129,7 +129,7 @@ public struct RPCServer: Sendable {
               router: router, configuration: configuration.connection, gracePeriod: TimeAmount(configuration.gracePeriod),
               refusal: refusal),
           ])
-          registry.register(channel)
+          registry.register(channel, isRefused: refusal != nil)
         }
       }
       .bind(host: configuration.host, port: configuration.port)

@@ -8,16 +8,20 @@ import PushlineSchema
 ///
 /// Each call's handler runs in a task of its own (so that a CANCEL or a deadline stops it
 /// alone) whose executor preference is the connection's event loop: a handler's response is
-/// written by a plain call on the loop (``CallResponder``), and its status when it returns.
-/// Writes are not flushed one by one but once per burst (``FlushCoalescer``).
+/// written by a plain call on the loop (``CallResponder``), and its status when it returns —
+/// unless it handed its stream to a pump (``CallPump``), which then streams on without the
+/// task and ends the call when its source does. Writes are not flushed one by one but once per
+/// burst (``FlushCoalescer``).
 ///
 /// Backpressure: a response is written at once while the channel is writable. A write that
 /// fills the channel's buffer (its high watermark) flushes; if the buffer is still full, the
-/// writer waits until `channelWritabilityChanged` reports it writable again, so a slow reader
-/// makes its handlers wait rather than the server's memory grow.
+/// writer waits until `channelWritabilityChanged` reports it writable again (a pump stops
+/// pulling until then), so a slow reader makes its handlers wait, or leaves the responses in
+/// their source, rather than the server's memory grow.
 ///
-/// A graceful shutdown arrives as the inbound user event ``ShutDown``: GOAWAY, then the grace
-/// period, then the handlers still running are cancelled.
+/// A graceful shutdown arrives as the inbound user event ``ShutDown``: GOAWAY, and each pumped
+/// stream hears that its connection is going away; then the grace period, then the handlers
+/// still running are cancelled and the pumped streams still open end with UNAVAILABLE.
 final class ServerConnectionHandler: ChannelInboundHandler {
   typealias InboundIn = ConnectionElement
   typealias OutboundOut = ConnectionElement
@@ -175,6 +179,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// already over).
   func register(_ pump: CallPump, callID: UInt32) {
     guard calls[callID] != nil else { return pump.streamEnded() }
+    calls[callID]?.pump?.streamEnded()  // a handler that pumps twice: the first stream is over
     calls[callID]?.pump = pump
     if isGoingAway { pump.connectionIsGoingAway() }
   }

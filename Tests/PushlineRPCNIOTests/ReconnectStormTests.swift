@@ -55,6 +55,7 @@ struct ReconnectStormTests {
         }
         #expect(!refusals.isEmpty)
         #expect(try metrics.expectCounter("pushline_connections_refused_total").totalValue == refusals.count)
+        #expect(try metrics.expectCounter("pushline_connections_accepted_total").totalValue == 6 - refusals.count)
         for refusal in refusals {
           #expect(refusal.code == .unavailable)
           #expect((1...2000).contains(refusal.retryAfterMillis ?? 0))  // up to a second, times the 1–2 jitter
