@@ -65,6 +65,81 @@ struct DeliveryContractPropertyTests {
     #expect(replica.cards == truth, "seed \(seed)")
     #expect(replica.position == broker.state.withLock { $0.topics["t"]!.topOffset })
   }
+
+  /// The same contract when several publishes share a commit (the storage holds one while
+  /// they arrive), so that a commit carries several versions of a card: coalesced once for all
+  /// subscribers, and into queues that lag, overflow and resume.
+  @Test(arguments: 0..<15)
+  func publishesSharingACommitKeepTheContract(seed: Int) async throws {
+    var random = SplitMix64(seed: UInt64(seed) &* 0x51_7CC1 &+ 3)
+    let clock = ManualWallClock()
+    let storage = CountingStorage()
+    let broker = try await Broker(
+      storage: storage,
+      configuration: BrokerConfiguration(maxTombstonesPerTopic: 4, maxQueuedChangesPerSubscription: 6, nowMillis: clock.function))
+    var truth: [String: TrackerCard] = [:]
+    var replica = TopicReplica()
+    var subscription = try broker.subscribe("t")
+    var version = 0
+    var publishes = 0
+
+    for _ in 0..<60 {
+      switch random.next() % 6 {
+      case 0...2:  // a burst of 3–6 publishes; all but the first share one commit
+        var bursts: [(upserts: [TrackerCard], removals: [String])] = []
+        for _ in 0..<(3 + random.next() % 4) {
+          var publish: (upserts: [TrackerCard], removals: [String]) = ([], [])
+          var ids = Set<String>()
+          for _ in 0..<(1 + random.next() % 3) {
+            let id = "c\(random.next() % 6)"
+            guard ids.insert(id).inserted else { continue }
+            version += 1
+            if random.next() % 4 == 0 { publish.removals.append(id) } else { publish.upserts.append(card(id, version)) }
+          }
+          bursts.append(publish)
+        }
+        storage.holdCommits()
+        let offsets = try await withThrowingTaskGroup(of: (Int, Int64).self) { group in
+          let first = bursts[0]
+          group.addTask { (0, try await broker.publish("t", first.upserts, removing: first.removals).firstOffset) }
+          while storage.heldCount < 1 { await Task.yield() }
+          for (index, publish) in bursts.enumerated().dropFirst() {
+            group.addTask { (index, try await broker.publish("t", publish.upserts, removing: publish.removals).firstOffset) }
+          }
+          while broker.state.withLock({ $0.pending.count }) < bursts.count - 1 { await Task.yield() }
+          storage.release()
+          return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+        }
+        publishes += bursts.count
+        // The publishers' state: the publishes in the order of their offsets.
+        for index in bursts.indices.sorted(by: { offsets[$0]! < offsets[$1]! }) {
+          for card in bursts[index].upserts { truth[card.cardID] = card }
+          for id in bursts[index].removals { truth[id] = nil }
+        }
+      case 3...4:  // read a bite
+        let limit = Int(1 + random.next() % 4)
+        if !subscription.topicsNeedingSnapshot.isEmpty {
+          for update in try await broker.nextUpdates(for: subscription) { replica.apply(update) }
+        }
+        for update in try subscription.takeReady(maxChanges: limit, nowMillis: clock.now) ?? [] { replica.apply(update) }
+      default:  // the connection drops; resume from the last applied position
+        broker.unsubscribe(subscription)
+        subscription = try broker.subscribe("t", epoch: replica.epoch, offset: replica.position)
+      }
+    }
+    while true {
+      if !subscription.topicsNeedingSnapshot.isEmpty {
+        for update in try await broker.nextUpdates(for: subscription) { replica.apply(update) }
+        continue
+      }
+      guard let updates = try subscription.takeReady(maxChanges: 512, nowMillis: clock.now), !updates.isEmpty else { break }
+      for update in updates { replica.apply(update) }
+    }
+    #expect(storage.commits.withLock { $0 } < publishes)  // commits were shared
+    #expect(replica.violations.isEmpty, "seed \(seed): \(replica.violations)")
+    #expect(replica.cards == truth, "seed \(seed)")
+    #expect(replica.position == broker.state.withLock { $0.topics["t"]!.topOffset })
+  }
 }
 
 /// A commit's changes are coalesced once for all subscribers; that must leave every queue as
