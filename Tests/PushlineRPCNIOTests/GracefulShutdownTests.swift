@@ -42,6 +42,37 @@ struct GracefulShutdownTests {
     try await server.value
   }
 
+  /// A server whose task is cancelled stops at once: its connections close without waiting
+  /// for the grace period, and the calls on them fail.
+  @Test(.timeLimit(.minutes(1))) func aCancelledServerClosesItsConnectionsAtOnce() async throws {
+    let (started, reportStart) = AsyncStream<Void>.makeStream()
+    var router = RPCRouter()
+    router.registerUnary("/test.Slow/Forever", request: MetadataEntry.self, response: MetadataEntry.self) { _, _ in
+      reportStart.yield()
+      let (never, _) = AsyncStream<Void>.makeStream()
+      for await _ in never {}
+      throw CancellationError()
+    }
+    let (ports, reportPort) = AsyncStream<Int>.makeStream()
+    let server = Task {
+      try await RPCServer(router: router, configuration: .init(port: 0, gracePeriod: .seconds(600))).withRunningServer { address in
+        reportPort.yield(address.port!)
+        let (never, _) = AsyncStream<Void>.makeStream()
+        for await _ in never {}  // until cancelled
+      }
+    }
+    var portIterator = ports.makeAsyncIterator()
+    let port = try #require(await portIterator.next())
+    try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+      let forever = Task { try await connection.unary("/test.Slow/Forever", request: MetadataEntry(key: "k"), response: MetadataEntry.self) }
+      var startedIterator = started.makeAsyncIterator()
+      await startedIterator.next()
+      server.cancel()
+      try await server.value  // returns long before the 600 s grace period
+      await #expect(throws: RPCError.self) { try await forever.value }
+    }
+  }
+
   /// Handlers that outlive the grace period are cancelled, and the server still stops.
   @Test func handlersPastTheGracePeriodAreCancelled() async throws {
     let (started, reportStart) = AsyncStream<Void>.makeStream()
