@@ -14,9 +14,8 @@ public protocol ResponseSource: AnyObject, Sendable {
 
   /// The connection sent its shutdown GOAWAY: a stream that never ends by itself (a
   /// subscription) should end now — the transport pulls next, as soon as the connection takes
-  /// bytes — so that its client
-  /// reconnects, to another server or to this one restarted, while the lame-duck period
-  /// spreads the goaways over time. Called at most once.
+  /// bytes — so that its client reconnects, to another server or to this one restarted, while
+  /// the lame-duck period spreads the goaways over time. Called at most once.
   func connectionIsGoingAway()
 
   /// The call is over — its status sent, or the client cancelled, its deadline passed, the

@@ -100,7 +100,7 @@ struct BrokerLoopbackTests {
 
   /// On shutdown a subscription ends when its connection's GOAWAY goes out — not at the end
   /// of the grace period — with UNAVAILABLE and a retry hint within the reconnect spread.
-  @Test func aShutdownEndsAStreamAtItsConnectionsGoAwayWithARetryHint() async throws {
+  @Test(.timeLimit(.minutes(1))) func aShutdownEndsAStreamAtItsConnectionsGoAwayWithARetryHint() async throws {
     var configuration = BrokerConfiguration()
     configuration.reconnectSpread = .seconds(2)
     let broker = try await Broker(storage: InMemoryBrokerStorage(), configuration: configuration)

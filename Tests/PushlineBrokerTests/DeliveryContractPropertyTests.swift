@@ -10,6 +10,21 @@ import Testing
 /// sees an offset at or below one it has applied.
 @Suite("Delivery contract, property-tested")
 struct DeliveryContractPropertyTests {
+  /// Applies everything `subscription` still has to `replica`, snapshots of overflowed topics
+  /// included.
+  static func drain(
+    _ subscription: Subscription, of broker: Broker, into replica: inout TopicReplica, nowMillis: Int64
+  ) async throws {
+    while true {
+      if !subscription.topicsNeedingSnapshot.isEmpty {
+        for update in try await broker.nextUpdates(for: subscription) { replica.apply(update) }
+        continue
+      }
+      guard let updates = try subscription.takeReady(maxChanges: 512, nowMillis: nowMillis), !updates.isEmpty else { break }
+      for update in updates { replica.apply(update) }
+    }
+  }
+
   @Test(arguments: 0..<20)
   func randomDropsAndCoalescingReachTheExactState(seed: Int) async throws {
     var random = SplitMix64(seed: UInt64(seed) &* 0x9E37_79B9 &+ 17)
@@ -52,15 +67,7 @@ struct DeliveryContractPropertyTests {
         broker.tick()
       }
     }
-    // Drain everything.
-    while true {
-      if !subscription.topicsNeedingSnapshot.isEmpty {
-        for update in try await broker.nextUpdates(for: subscription) { replica.apply(update) }
-        continue
-      }
-      guard let updates = try subscription.takeReady(maxChanges: 512, nowMillis: clock.now), !updates.isEmpty else { break }
-      for update in updates { replica.apply(update) }
-    }
+    try await Self.drain(subscription, of: broker, into: &replica, nowMillis: clock.now)
     #expect(replica.violations.isEmpty, "seed \(seed): \(replica.violations)")
     #expect(replica.cards == truth, "seed \(seed)")
     #expect(replica.position == broker.state.withLock { $0.topics["t"]!.topOffset })
@@ -127,14 +134,7 @@ struct DeliveryContractPropertyTests {
         subscription = try broker.subscribe("t", epoch: replica.epoch, offset: replica.position)
       }
     }
-    while true {
-      if !subscription.topicsNeedingSnapshot.isEmpty {
-        for update in try await broker.nextUpdates(for: subscription) { replica.apply(update) }
-        continue
-      }
-      guard let updates = try subscription.takeReady(maxChanges: 512, nowMillis: clock.now), !updates.isEmpty else { break }
-      for update in updates { replica.apply(update) }
-    }
+    try await Self.drain(subscription, of: broker, into: &replica, nowMillis: clock.now)
     #expect(storage.commits.withLock { $0 } < publishes)  // commits were shared
     #expect(replica.violations.isEmpty, "seed \(seed): \(replica.violations)")
     #expect(replica.cards == truth, "seed \(seed)")

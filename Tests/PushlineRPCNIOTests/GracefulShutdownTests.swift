@@ -6,6 +6,19 @@ import Testing
 
 @Suite("Graceful shutdown over loopback TCP")
 struct GracefulShutdownTests {
+  /// A router whose `/test.Slow/Forever` runs until cancelled, and a signal for each start.
+  static func routerWithACallThatNeverEnds() -> (RPCRouter, AsyncStream<Void>) {
+    let (started, reportStart) = AsyncStream<Void>.makeStream()
+    var router = RPCRouter()
+    router.registerUnary("/test.Slow/Forever", request: MetadataEntry.self, response: MetadataEntry.self) { _, _ in
+      reportStart.yield()
+      let (never, _) = AsyncStream<Void>.makeStream()
+      for await _ in never {}
+      throw CancellationError()
+    }
+    return (router, started)
+  }
+
   /// The server shuts down while a call is in flight: the call completes, the server stops
   /// afterwards, and the client's connection takes no new calls.
   @Test func aCallInFlightCompletesAfterTheGoAway() async throws {
@@ -45,14 +58,7 @@ struct GracefulShutdownTests {
   /// A server whose task is cancelled stops at once: its connections close without waiting
   /// for the grace period, and the calls on them fail.
   @Test(.timeLimit(.minutes(1))) func aCancelledServerClosesItsConnectionsAtOnce() async throws {
-    let (started, reportStart) = AsyncStream<Void>.makeStream()
-    var router = RPCRouter()
-    router.registerUnary("/test.Slow/Forever", request: MetadataEntry.self, response: MetadataEntry.self) { _, _ in
-      reportStart.yield()
-      let (never, _) = AsyncStream<Void>.makeStream()
-      for await _ in never {}
-      throw CancellationError()
-    }
+    let (router, started) = Self.routerWithACallThatNeverEnds()
     let (ports, reportPort) = AsyncStream<Int>.makeStream()
     let server = Task {
       try await RPCServer(router: router, configuration: .init(port: 0, gracePeriod: .seconds(600))).withRunningServer { address in
@@ -75,14 +81,7 @@ struct GracefulShutdownTests {
 
   /// Handlers that outlive the grace period are cancelled, and the server still stops.
   @Test func handlersPastTheGracePeriodAreCancelled() async throws {
-    let (started, reportStart) = AsyncStream<Void>.makeStream()
-    var router = RPCRouter()
-    router.registerUnary("/test.Slow/Forever", request: MetadataEntry.self, response: MetadataEntry.self) { _, _ in
-      reportStart.yield()
-      let (never, _) = AsyncStream<Void>.makeStream()
-      for await _ in never {}
-      throw CancellationError()
-    }
+    let (router, started) = Self.routerWithACallThatNeverEnds()
     let (ports, reportPort) = AsyncStream<Int>.makeStream()
     let (stop, stopServer) = AsyncStream<Void>.makeStream()
     let server = Task {

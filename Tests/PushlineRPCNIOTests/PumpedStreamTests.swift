@@ -63,7 +63,7 @@ struct PumpedStreamTests {
 
   /// A stream that never ends by itself hears of its end when the client leaves, so that it
   /// can let go of what it holds (the broker's subscription).
-  @Test func aSourceHearsOfItsEndWhenTheClientLeaves() async throws {
+  @Test(.timeLimit(.minutes(1))) func aSourceHearsOfItsEndWhenTheClientLeaves() async throws {
     let (sources, reportSource) = AsyncStream<Numbers>.makeStream()
     var router = RPCRouter()
     router.registerServerStreaming(Self.method, request: MetadataEntry.self, response: MetadataEntry.self) { _, writer, _ in

@@ -67,7 +67,7 @@ struct ReconnectStormTests {
     }
   }
 
-  @Test func theLameDuckPeriodSpreadsTheGoAwaysAndEndsEachConnectionsStreamsAtItsTurn() async throws {
+  @Test(.timeLimit(.minutes(1))) func theLameDuckPeriodSpreadsTheGoAwaysAndEndsEachConnectionsStreamsAtItsTurn() async throws {
     let instants = Instants()
     let stoppedAt = Mutex(ContinuousClock.now)
     let (started, reportStart) = AsyncStream<Void>.makeStream()
