@@ -1,6 +1,6 @@
 import CoreMetrics
 import Logging
-import PushlineRPC
+public import PushlineRPC
 public import PushlineSchema
 import Synchronization
 
@@ -13,45 +13,72 @@ extension Broker {
   ///   a card whose cardID differs from its change's; PERMISSION_DENIED when `principal` may
   ///   not publish there; UNAVAILABLE (retry, with the same idempotency key) when storage failed.
   public func publish(_ request: PublishRequest, for principal: Principal) async throws -> PublishResponse {
-    try validate(request, principal)
+    try await withCheckedThrowingContinuation { continuation in
+      publish(request, for: principal) { continuation.resume(with: $0) }
+    }
+  }
+
+  /// ``publish(_:for:)`` without a task: `completion` gets the offsets once the changes are
+  /// durable (called by the commit, on its thread) or the error (at once, for a request that
+  /// fails validation) — for a transport that answers a call from a callback.
+  public func publish(
+    _ request: PublishRequest, for principal: Principal,
+    completion: @escaping @Sendable (Result<PublishResponse, RPCError>) -> Void
+  ) {
+    do throws(RPCError) {
+      try validate(request, principal)
+    } catch {
+      return completion(.failure(error))
+    }
     let now = configuration.nowMillis()
     let window = configuration.idempotencyWindow.milliseconds
-    return try await withCheckedThrowingContinuation { continuation in
-      enum Next { case answered(PublishResponse), queued, commit }
-      let next = state.withLock { state -> Next in
-        if let key = request.idempotencyKey {
-          if let record = state.publishRecords[PublishRecordKey(topic: request.topic, key: key)],
-            record.committedAtMillis >= now - window
-          {
-            var response = PublishResponse(epoch: record.epoch, firstOffset: record.firstOffset, lastOffset: record.lastOffset)
-            response.replayed = true
-            return .answered(response)
-          }
-          if let index = state.pending.firstIndex(where: { $0.topic == request.topic && $0.idempotencyKey == key }) {
-            state.pending[index].waiters.append((continuation, true))
-            return .queued
-          }
+    enum Next { case answered(PublishResponse), queued, commit }
+    let next = state.withLock { state -> Next in
+      if let key = request.idempotencyKey {
+        if let record = state.publishRecords[PublishRecordKey(topic: request.topic, key: key)],
+          record.committedAtMillis >= now - window
+        {
+          var response = PublishResponse(epoch: record.epoch, firstOffset: record.firstOffset, lastOffset: record.lastOffset)
+          response.replayed = true
+          return .answered(response)
         }
-        let topic = Self.topic(request.topic, in: &state)
-        let first = (state.lastAssigned[topic.name] ?? topic.topOffset) + 1
-        let records = request.changes.enumerated().map { index, change in
-          CardRecord(cardID: change.cardID, offset: first + Int64(index), card: change.card, changedAtMillis: now)
+        // A retry of a publish not yet committed waits for the original's answer.
+        if Self.join(key, topic: request.topic, completion, in: &state.pending)
+          || Self.join(key, topic: request.topic, completion, in: &state.committing)
+        {
+          return .queued
         }
-        state.lastAssigned[topic.name] = first + Int64(records.count) - 1
-        state.pending.append(
-          PendingPublish(
-            topic: topic.name, epoch: topic.epoch, records: records, idempotencyKey: request.idempotencyKey,
-            waiters: [(continuation, false)]))
-        guard !state.isCommitting else { return .queued }
-        state.isCommitting = true
-        return .commit
       }
-      switch next {
-      case .answered(let response): continuation.resume(returning: response)
-      case .queued: break
-      case .commit: Task { await self.commitPending() }
+      let topic = Self.topic(request.topic, in: &state)
+      let first = (state.lastAssigned[topic.name] ?? topic.topOffset) + 1
+      let records = request.changes.enumerated().map { index, change in
+        CardRecord(cardID: change.cardID, offset: first + Int64(index), card: change.card, changedAtMillis: now)
       }
+      state.lastAssigned[topic.name] = first + Int64(records.count) - 1
+      state.pending.append(
+        PendingPublish(
+          topic: topic.name, epoch: topic.epoch, records: records, idempotencyKey: request.idempotencyKey,
+          waiters: [(completion, false)]))
+      guard !state.isCommitting else { return .queued }
+      state.isCommitting = true
+      return .commit
     }
+    switch next {
+    case .answered(let response): completion(.success(response))
+    case .queued: break
+    case .commit: Task { await self.commitPending() }
+    }
+  }
+
+  /// Adds `completion` as a retry's waiter to the publish of `topic` with idempotency key
+  /// `key` among `publishes`, if there is one.
+  private static func join(
+    _ key: String, topic: String, _ completion: @escaping @Sendable (Result<PublishResponse, RPCError>) -> Void,
+    in publishes: inout [PendingPublish]
+  ) -> Bool {
+    guard let index = publishes.firstIndex(where: { $0.topic == topic && $0.idempotencyKey == key }) else { return false }
+    publishes[index].waiters.append((completion, true))
+    return true
   }
 
   private func validate(_ request: PublishRequest, _ principal: Principal) throws(RPCError) {
@@ -98,12 +125,15 @@ extension Broker {
         configuration.logger.error("commit failed", metadata: ["publishes": "\(publishes.count)", "error": "\(error)"])
         let failure = RPCError(
           code: .unavailable, message: "the publish could not be stored: \(error)", retryAfterMillis: 1000)
-        for publish in publishes { for waiter in publish.waiters { waiter.continuation.resume(throwing: failure) } }
+        let failed = state.withLock { state in
+          defer { state.committing = [] }
+          return state.committing
+        }
+        for publish in failed { for waiter in publish.waiters { waiter.completion(.failure(failure)) } }
         continue
       }
-      applyCommitted(batch, publishes)
-      for publish in publishes {
-        for waiter in publish.waiters { waiter.continuation.resume(returning: publish.response(replayed: waiter.isRetry)) }
+      for publish in applyCommitted(batch, publishes) {
+        for waiter in publish.waiters { waiter.completion(.success(publish.response(replayed: waiter.isRetry))) }
       }
     }
   }
@@ -140,6 +170,7 @@ extension Broker {
       if now - state.lastRecordCleanupMillis >= configuration.idempotencyWindow.milliseconds / 10 {
         batch.forgetPublishRecordsBeforeMillis = now - configuration.idempotencyWindow.milliseconds
       }
+      state.committing = publishes
       state.pending = []
       state.pendingPrunes = []
       return (batch, publishes)
@@ -159,25 +190,21 @@ extension Broker {
 
   /// Makes a committed batch visible: applies it to the topics, fans the changes out,
   /// remembers idempotency keys, and schedules tombstone prunes for the topics it touched.
-  private func applyCommitted(_ batch: StorageBatch, _ publishes: [PendingPublish]) {
+  ///
+  /// The fan-out runs after the broker's lock is released, so that publishes and subscribes
+  /// are not held up while a thousand queues take their changes. That keeps each queue's
+  /// changes in offset order: commits are applied one at a time, and a subscriber that
+  /// attaches after the topics were updated got these changes in its catch-up or snapshot
+  /// and is not among the subscribers collected here.
+  ///
+  /// Returns the committed publishes with everyone waiting for their answers, retries that
+  /// joined during the commit included.
+  private func applyCommitted(_ batch: StorageBatch, _ publishes: [PendingPublish]) -> [PendingPublish] {
     let now = configuration.nowMillis()
-    var coalesced = 0
-    var drainers: [Subscription.Drainer] = []
-    state.withLock { state in
+    let (committed, fanOut) = state.withLock {
+      state -> ([PendingPublish], [(topic: String, changes: [CardChange], superseded: Int, subscribers: [Subscription])]) in
       for publish in publishes {
         state.topics[publish.topic, default: TopicState(name: publish.topic, epoch: publish.epoch)].apply(publish.records)
-      }
-      // Per topic, the whole batch's changes in offset order: one enqueue and one wake per
-      // subscriber per commit, however many publishes the commit grouped.
-      for topic in batch.topics {
-        guard let subscribers = state.subscribers[topic.topic] else { continue }
-        // Coalesced once for all subscribers, as each queue would (see `latestVersions`).
-        let changes = Self.latestVersions(of: topic.records).map(\.change)
-        for subscription in subscribers.values {
-          let (replaced, drainer) = subscription.enqueue(changes, topic: topic.topic)
-          if let replaced { coalesced += replaced + topic.records.count - changes.count }
-          if let drainer { drainers.append(drainer) }
-        }
       }
       for prune in batch.prunes { state.topics[prune.topic]?.apply(prune) }
       if let cutoff = batch.forgetPublishRecordsBeforeMillis {
@@ -195,10 +222,28 @@ extension Broker {
           state.pendingPrunes.append(prune)
         }
       }
+      let fanOut = batch.topics.compactMap { topic -> (String, [CardChange], Int, [Subscription])? in
+        guard let subscribers = state.subscribers[topic.topic] else { return nil }
+        // Coalesced once for all subscribers, as each queue would (see `latestVersions`).
+        let changes = Self.latestVersions(of: topic.records).map(\.change)
+        return (topic.topic, changes, topic.records.count - changes.count, Array(subscribers.values))
+      }
+      defer { state.committing = [] }
+      return (state.committing, fanOut)
     }
-    for drainer in drainers { drainer.wake() }
+    // Per topic, the whole batch's changes in offset order: one enqueue and one wake per
+    // subscriber per commit, however many publishes the commit grouped.
+    var coalesced = 0
+    for (topic, changes, superseded, subscribers) in fanOut {
+      for subscription in subscribers {
+        let (replaced, drainer) = subscription.enqueue(changes, topic: topic)
+        if let replaced { coalesced += replaced + superseded }
+        drainer?.wake()
+      }
+    }
     configuration.metrics.publishes.increment(by: publishes.count)
     configuration.metrics.publishedChanges.increment(by: publishes.reduce(0) { $0 + $1.records.count })
     if coalesced > 0 { configuration.metrics.coalescedChanges.increment(by: coalesced) }
+    return committed
   }
 }

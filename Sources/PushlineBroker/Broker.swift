@@ -18,6 +18,8 @@ public final class Broker: Sendable {
     /// even after a failed commit.
     var lastAssigned: [String: Int64] = [:]
     var pending: [PendingPublish] = []
+    /// The publishes of the commit under way: a retry of one joins its waiters here.
+    var committing: [PendingPublish] = []
     var pendingPrunes: [TombstonePrune] = []
     var isCommitting = false
     var publishRecords: [PublishRecordKey: PublishRecord] = [:]

@@ -14,9 +14,25 @@ public enum BrokerService {
 
   /// Adds the broker's methods to `router`.
   public static func register(_ broker: Broker, authority: TokenAuthority, in router: inout RPCRouter) {
-    router.registerUnary(publishMethod, request: PublishRequest.self, response: PublishResponse.self) { request, context in
-      let principal = try await authority.authenticate(context.peer.authToken)
-      return try await broker.publish(request, for: principal)
+    // Publishes run without a task: on the connection's event loop up to the commit, whose
+    // callback answers them (a task only for a token not verified yet).
+    router.registerUnary(publishMethod, request: PublishRequest.self, response: PublishResponse.self) {
+      request, context, completion in
+      do throws(RPCError) {
+        if let principal = try authority.verifiedPrincipal(context.peer.authToken) {
+          return broker.publish(request, for: principal, completion: completion.complete(with:))
+        }
+      } catch {
+        return completion.fail(error)
+      }
+      Task {
+        do throws(RPCError) {
+          let principal = try await authority.authenticate(context.peer.authToken)
+          broker.publish(request, for: principal, completion: completion.complete(with:))
+        } catch {
+          completion.fail(error)
+        }
+      }
     }
     router.registerUnary(getCardsMethod, request: GetCardsRequest.self, response: TopicUpdate.self) { request, context in
       let principal = try await authority.authenticate(context.peer.authToken)

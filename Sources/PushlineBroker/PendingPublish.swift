@@ -1,3 +1,4 @@
+import PushlineRPC
 import PushlineSchema
 
 /// A publish whose offsets are assigned and whose commit is under way, with everyone waiting
@@ -8,7 +9,7 @@ struct PendingPublish {
   var epoch: Int64
   var records: [CardRecord]
   var idempotencyKey: String?
-  var waiters: [(continuation: CheckedContinuation<PublishResponse, any Error>, isRetry: Bool)]
+  var waiters: [(completion: @Sendable (Result<PublishResponse, RPCError>) -> Void, isRetry: Bool)]
 
   /// The answer once committed.
   func response(replayed: Bool) -> PublishResponse {

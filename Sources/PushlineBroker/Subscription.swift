@@ -33,6 +33,11 @@ public final class Subscription: Sendable {
     /// How many topics need a snapshot: a pull checks this before looking for them.
     var snapshotsDue = 0
 
+    /// Whether a take would find something: changes, a watermark, a snapshot due, or the end.
+    var hasSomethingToSend: Bool {
+      !queue.isEmpty || watermarkDue || snapshotsDue > 0 || ended != nil
+    }
+
     /// Whoever drains the queue, to be woken once the lock is released.
     mutating func drainer() -> Drainer {
       Drainer(waiter: waiter.take(), pump: pump)
@@ -61,16 +66,17 @@ public final class Subscription: Sendable {
     state = Mutex(State(lastSentMillis: nowMillis))
   }
 
-  /// Queues committed changes of `topic`, each with its offset (broker lock held); past the
-  /// queue's bound the topic's entries are dropped in favour of a snapshot. Returns how many
-  /// changes replaced a queued older version of their card (nil when the subscription took
-  /// none: it ended, or awaits a snapshot), and the drain to wake once the broker's lock is
-  /// released (so that waking, which may take the event loop's lock, never runs under it).
+  /// Queues committed changes of `topic`, each with its offset, in offset order (commits are
+  /// fanned out one at a time); past the queue's bound the topic's entries are dropped in
+  /// favour of a snapshot. Changes at or below what the subscription already queued are
+  /// skipped: a snapshot taken after the commit was applied (a resynchronization) holds them.
+  /// Returns how many changes replaced a queued older version of their card (nil when the
+  /// subscription took none: it ended, or awaits a snapshot), and the drain to wake.
   func enqueue(_ changes: [CardChange], topic: String) -> (coalesced: Int?, drainer: Drainer?) {
     state.withLock { state -> (Int?, Drainer?) in
       guard state.ended == nil, var progress = state.topics[topic], !progress.needsSnapshot else { return (nil, nil) }
       var coalesced = 0
-      for change in changes {
+      for change in changes where change.offset ?? .max > progress.queuedThrough {
         if state.queue.changeCount >= maxQueuedChanges {
           state.queue.removeAll(for: topic)
           progress.needsSnapshot = true
@@ -79,7 +85,7 @@ public final class Subscription: Sendable {
         }
         if state.queue.append(change, topic: topic) { coalesced += 1 }
       }
-      if let last = changes.last?.offset { progress.queuedThrough = last }
+      if let last = changes.last?.offset { progress.queuedThrough = max(progress.queuedThrough, last) }
       state.topics[topic] = progress
       return (coalesced, state.drainer())
     }
@@ -87,6 +93,12 @@ public final class Subscription: Sendable {
 
   /// How many changes wait in the queue.
   var queuedChanges: Int { state.withLock { $0.queue.changeCount } }
+
+  /// Whether a take now would find something: changes, a watermark, a snapshot due, or the
+  /// end. When not, the drain is woken again as soon as there is.
+  var hasSomethingToSend: Bool {
+    state.withLock { $0.hasSomethingToSend }
+  }
 
   /// Starts following `topic` (broker lock held): `catchUp` brings the client from its
   /// position to the top, or `snapshot` replaces its copy.
@@ -166,11 +178,7 @@ public final class Subscription: Sendable {
     try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
         let ready = state.withLock { state in
-          if Task.isCancelled || state.ended != nil || !state.queue.isEmpty || state.watermarkDue
-            || state.snapshotsDue > 0
-          {
-            return true
-          }
+          if Task.isCancelled || state.hasSomethingToSend { return true }
           state.waiter = continuation
           return false
         }

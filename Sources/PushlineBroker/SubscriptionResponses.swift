@@ -19,6 +19,10 @@ final class SubscriptionResponses: ResponseSource {
     try broker.readyUpdates(for: subscription).map { $0.serializedBytes() }
   }
 
+  var hasMoreResponses: Bool {
+    subscription.hasSomethingToSend
+  }
+
   func connectionIsGoingAway() {
     broker.goAway(subscription)
   }

@@ -74,6 +74,9 @@ public struct ClientConnectionStateMachine: Sendable {
     case awaitingPreface
     case awaitingHello
     case open(Open)
+    /// The open connection's tables are out of `state`, being changed in place (see
+    /// ``takeOpen()``).
+    case updating
     case closed
   }
 
@@ -107,8 +110,16 @@ public struct ClientConnectionStateMachine: Sendable {
 
   /// Handles a preface or frame from the server.
   public mutating func received(_ element: ConnectionElement) -> [Action] {
+    // The common case first, outside the switch: a switch over `(state, element)` would hold a
+    // copy of the open state, and changing it in place would then copy its tables.
+    if case .open = state, case .frame(let frame) = element {
+      guard var open = takeOpen() else { return [] }
+      let actions = received(frame, open: &open)
+      restore(open)
+      return actions
+    }
     switch (state, element) {
-    case (.idle, _), (.closed, _):
+    case (.idle, _), (.closed, _), (.updating, _):
       return []
     case (.awaitingPreface, .preface):
       state = .awaitingHello
@@ -127,18 +138,17 @@ public struct ClientConnectionStateMachine: Sendable {
       state = .open(Open(server: server))
       return [.connectionReady(server)]
     case (.awaitingHello, .frame(let frame)) where frame.kind == .goAway:
-      // A server refusing the handshake explains why before closing.
-      return finishAll(.unavailable, goAwayMessage(frame) ?? "the server refused the connection") + [.close(after: [])]
+      // A server refusing the handshake explains why before closing (the transport reads the
+      // GOAWAY's status and retry-after hint); no call has started yet.
+      return [.close(after: [])]
     case (.awaitingHello, .frame(let frame)) where !frame.kind.isKnown:
       return []
     case (.awaitingPreface, _), (.awaitingHello, _):
       return violation("expected the server's handshake")
-    case (.open, .preface):
-      return violation("a second preface")
-    case (.open(var open), .frame(let frame)):
-      let actions = received(frame, open: &open)
-      if case .open = state { state = .open(open) }
-      return actions
+    case (.open(let open), .preface):
+      return violation("a second preface", open: open)
+    case (.open, .frame):
+      return []  // handled above
     }
   }
 
@@ -152,7 +162,7 @@ public struct ClientConnectionStateMachine: Sendable {
       case .complete(let flag, let message) where flag <= 1:
         return [.deliverMessage(callID: frame.callID, payload: message, compressed: flag == 1)]
       case .complete, .malformed:
-        return violation("MESSAGE without a valid compressed flag")
+        return violation("MESSAGE without a valid compressed flag", open: open)
       case .tooLarge(let bytes):
         open.calls.remove(frame.callID)
         let cancel = ConnectionElement.frame(Frame(kind: .cancel, callID: frame.callID))
@@ -169,12 +179,12 @@ public struct ClientConnectionStateMachine: Sendable {
     case .halfClose:
       return []  // Servers end calls with STATUS; a half-close adds nothing.
     case .ping:
-      guard frame.payload.count == 8 else { return violation("malformed PING") }
+      guard frame.payload.count == 8 else { return violation("malformed PING", open: open) }
       return [.write([.frame(Frame(kind: .pong, callID: 0, payload: frame.payload))])]
     case .pong:
       return [.pongReceived(payload: frame.payload)]
     case .goAway:
-      guard let goAway = try? GoAway(serializedBytes: frame.payload) else { return violation("malformed GOAWAY") }
+      guard let goAway = try? GoAway(serializedBytes: frame.payload) else { return violation("malformed GOAWAY", open: open) }
       open.lastServedCallID = min(goAway.lastCallID, open.lastServedCallID ?? .max)
       let refused = open.calls.filter { $0 > goAway.lastCallID }.sorted()
       open.calls.subtract(refused)
@@ -182,7 +192,7 @@ public struct ClientConnectionStateMachine: Sendable {
       let finishes = refused.map { finish($0, .unavailable, "the server went away before serving the call") }
       return [.goAwayReceived(goAway)] + finishes + closeIfDrained(open)
     case .handshake, .callStart, .cancel:
-      return violation("a server may not send \(frame.kind) here")
+      return violation("a server may not send \(frame.kind) here", open: open)
     default:
       return []
     }
@@ -190,13 +200,14 @@ public struct ClientConnectionStateMachine: Sendable {
 
   /// The decoder found the server's bytes malformed.
   public mutating func receivedViolation(_ violation: ProtocolViolation) -> [Action] {
-    self.violation(violation.description)
+    if case .open(let open) = state { return self.violation(violation.description, open: open) }
+    return self.violation(violation.description)
   }
 
   /// The connection closed (by either side, or the network): every open call ends UNAVAILABLE.
   public mutating func connectionClosed() -> [Action] {
     guard !isClosed else { return [] }
-    let actions = finishAll(.unavailable, "the connection closed")
+    let actions: [Action] = if case .open(let open) = state { finishAll(open, .unavailable, "the connection closed") } else { [] }
     state = .closed
     return actions
   }
@@ -207,11 +218,12 @@ public struct ClientConnectionStateMachine: Sendable {
   /// start on this connection (not ready yet, going away, closed): the caller's call is then
   /// UNAVAILABLE, to retry on another connection.
   public mutating func startCall(_ start: CallStart) -> (callID: UInt32?, actions: [Action]) {
-    guard case .open(var open) = state, open.lastServedCallID == nil else { return (nil, []) }
+    guard var open = takeOpen() else { return (nil, []) }
+    defer { restore(open) }
+    guard open.lastServedCallID == nil else { return (nil, []) }
     let callID = open.nextCallID
     open.nextCallID += 1
     open.calls.insert(callID)
-    state = .open(open)
     return (callID, [.write([.frame(Frame(kind: .callStart, callID: callID, payload: start.serializedBytes()))])])
   }
 
@@ -230,9 +242,10 @@ public struct ClientConnectionStateMachine: Sendable {
 
   /// Abandons a call: CANCEL to the server, CANCELLED to the caller.
   public mutating func cancel(callID: UInt32) -> [Action] {
-    guard case .open(var open) = state, open.calls.remove(callID) != nil else { return [] }
+    guard var open = takeOpen() else { return [] }
+    defer { restore(open) }
+    guard open.calls.remove(callID) != nil else { return [] }
     open.messages.discard(callID: callID)
-    state = .open(open)
     return [.write([.frame(Frame(kind: .cancel, callID: callID))]), finish(callID, .cancelled, "cancelled by the client")]
       + closeIfDrained(open)
   }
@@ -245,15 +258,32 @@ public struct ClientConnectionStateMachine: Sendable {
 
   // MARK: Helpers
 
+  /// The open connection's state, taken out of `state` so that it is changed in place: held
+  /// only by the caller, its tables are not copied on write (a copy of the calls table per
+  /// frame would cost as much as the call itself). Give it back with ``restore(_:)``; `nil`
+  /// when the connection is not open.
+  private mutating func takeOpen() -> Open? {
+    guard case .open(let open) = state else { return nil }
+    state = .updating
+    return open
+  }
+
+  /// Puts back what ``takeOpen()`` took, unless the connection closed meanwhile.
+  private mutating func restore(_ open: Open) {
+    if case .updating = state { state = .open(open) }
+  }
+
   private mutating func closeIfDrained(_ open: Open) -> [Action] {
     guard open.lastServedCallID != nil, open.calls.isEmpty else { return [] }
     state = .closed
     return [.close(after: [])]
   }
 
-  private mutating func violation(_ message: String) -> [Action] {
+  /// Closes the connection with a GOAWAY; `open` is the connection's state if the handshake
+  /// was done (its calls end with INTERNAL).
+  private mutating func violation(_ message: String, open: Open? = nil) -> [Action] {
     guard !isClosed else { return [] }
-    let finishes = finishAll(.internal, "protocol violation: \(message)")
+    let finishes = open.map { finishAll($0, .internal, "protocol violation: \(message)") } ?? []
     state = .closed
     var goAway = GoAway(lastCallID: 0)
     goAway.code = StatusCode.internal.rawValue
@@ -261,17 +291,12 @@ public struct ClientConnectionStateMachine: Sendable {
     return finishes + [.close(after: [.frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes()))])]
   }
 
-  private func finishAll(_ code: StatusCode, _ message: String) -> [Action] {
-    guard case .open(let open) = state else { return [] }
-    return open.calls.sorted().map { finish($0, code, message) }
+  private func finishAll(_ open: Open, _ code: StatusCode, _ message: String) -> [Action] {
+    open.calls.sorted().map { finish($0, code, message) }
   }
 
   private func finish(_ callID: UInt32, _ code: StatusCode, _ message: String) -> Action {
     .finishCall(callID: callID, status: Self.status(code, message))
-  }
-
-  private func goAwayMessage(_ frame: Frame) -> String? {
-    (try? GoAway(serializedBytes: frame.payload))?.message
   }
 
   private static func status(_ code: StatusCode, _ message: String) -> CallStatus {

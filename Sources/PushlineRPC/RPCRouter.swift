@@ -2,9 +2,13 @@ public import PushlineWire
 
 /// The methods a server serves, by name, each with its typed handler.
 ///
-/// Handlers are written with async/await. A request that does not decode ends the call with
-/// INVALID_ARGUMENT naming the decoding error; an ``RPCError`` thrown by the handler ends it
-/// with that status; cancellation with CANCELLED; any other error with UNKNOWN.
+/// Handlers are written with async/await, each call in a task of its own; a unary method that
+/// answers from a callback (it hands the request to something that completes it later, such
+/// as the broker's group commit) can instead be registered as *completing*: it runs on the
+/// transport's executor without a task and answers through a ``UnaryCompletion``, which
+/// saves the task and its switches on a hot path. A request that does not decode ends the call
+/// with INVALID_ARGUMENT naming the decoding error; an ``RPCError`` thrown by the handler ends
+/// it with that status; cancellation with CANCELLED; any other error with UNKNOWN.
 public struct RPCRouter: Sendable {
   /// How a handler's responses reach the transport.
   public struct ResponseSink: Sendable {
@@ -32,6 +36,13 @@ public struct RPCRouter: Sendable {
   public typealias Handler = @Sendable (_ request: [UInt8], _ respond: ResponseSink, _ context: ServerContext) async throws
     -> Void
 
+  /// A unary method's handler over raw bytes that answers through `respond` instead of
+  /// returning: called on the transport's executor, it must not block; it may answer at once
+  /// or later, from any thread. Only the first answer counts.
+  public typealias CompletingHandler = @Sendable (
+    _ request: [UInt8], _ context: ServerContext, _ respond: @escaping @Sendable (Result<[UInt8], RPCError>) -> Void
+  ) -> Void
+
   /// How many response messages a method sends.
   public enum Kind: Sendable {
     /// Exactly one.
@@ -40,7 +51,15 @@ public struct RPCRouter: Sendable {
     case serverStreaming
   }
 
-  private var registered: [String: (kind: Kind, handler: Handler)] = [:]
+  /// How the transport runs a method's calls.
+  public enum Implementation: Sendable {
+    /// In a task of its own, with async/await.
+    case task(Handler)
+    /// Unary, on the transport's executor, answering through a callback.
+    case completing(CompletingHandler)
+  }
+
+  private var registered: [String: (kind: Kind, implementation: Implementation)] = [:]
 
   /// A router serving nothing.
   public init() {}
@@ -53,11 +72,30 @@ public struct RPCRouter: Sendable {
     _ method: String, request: Request.Type, response: Response.Type,
     handler: @escaping @Sendable (Request, ServerContext) async throws -> Response
   ) {
-    registered[method] = (.unary, { bytes, respond, context in
+    registered[method] = (.unary, .task({ bytes, respond, context in
       let request = try Self.decode(Request.self, bytes)
       let response = try await Self.mappingErrors { try await handler(request, context) }
       try await respond.send(response.serializedBytes())
-    })
+    }))
+  }
+
+  /// Serves `method` with a unary handler that runs on the transport's executor, without a
+  /// task, and answers through its ``UnaryCompletion`` — at once or later, from any thread.
+  /// For handlers that hand the request on and are completed by a callback; the handler
+  /// itself must not block.
+  public mutating func registerUnary<Request: WireMessage, Response: WireMessage>(
+    _ method: String, request: Request.Type, response: Response.Type,
+    completing handler: @escaping @Sendable (Request, ServerContext, UnaryCompletion<Response>) -> Void
+  ) {
+    registered[method] = (.unary, .completing({ bytes, context, respond in
+      let request: Request
+      do throws(RPCError) {
+        request = try Self.decode(Request.self, bytes)
+      } catch {
+        return respond(.failure(error))
+      }
+      handler(request, context, UnaryCompletion(respond: respond))
+    }))
   }
 
   /// Serves `method` with a server-streaming handler: one request, any number of responses
@@ -66,16 +104,17 @@ public struct RPCRouter: Sendable {
     _ method: String, request: Request.Type, response: Response.Type,
     handler: @escaping @Sendable (Request, ResponseWriter<Response>, ServerContext) async throws -> Void
   ) {
-    registered[method] = (.serverStreaming, { bytes, respond, context in
+    registered[method] = (.serverStreaming, .task({ bytes, respond, context in
       let request = try Self.decode(Request.self, bytes)
       try await Self.mappingErrors { try await handler(request, ResponseWriter(sink: respond), context) }
-    })
+    }))
   }
 
-  /// The handler of `method` and its kind, or `nil` when it is not served (UNIMPLEMENTED).
-  public func handler(for method: String) -> (kind: Kind, handler: Handler)? { registered[method] }
+  /// The handler of `method`, its kind and how it runs, or `nil` when it is not served
+  /// (UNIMPLEMENTED).
+  public func handler(for method: String) -> (kind: Kind, implementation: Implementation)? { registered[method] }
 
-  private static func decode<Request: WireMessage>(_: Request.Type, _ bytes: [UInt8]) throws -> Request {
+  private static func decode<Request: WireMessage>(_: Request.Type, _ bytes: [UInt8]) throws(RPCError) -> Request {
     do {
       return try Request(serializedBytes: bytes)
     } catch {

@@ -12,6 +12,11 @@ public protocol ResponseSource: AnyObject, Sendable {
   /// - Throws: the ``RPCError`` that ends the call.
   func nextResponses() throws(RPCError) -> [[UInt8]]?
 
+  /// Whether a pull now could find more: after writing a batch, the transport pulls again only
+  /// if so — a source that wakes its pump whenever it gains something says `false` once it has
+  /// handed out all it holds, and saves its stream an empty pull per batch.
+  var hasMoreResponses: Bool { get }
+
   /// The connection sent its shutdown GOAWAY: a stream that never ends by itself (a
   /// subscription) should end now — the transport pulls next, as soon as the connection takes
   /// bytes — so that its client reconnects, to another server or to this one restarted, while
@@ -24,6 +29,9 @@ public protocol ResponseSource: AnyObject, Sendable {
 }
 
 extension ResponseSource {
+  /// Always `true`: the transport pulls again after every batch until one comes back empty.
+  public var hasMoreResponses: Bool { true }
+
   /// Does nothing: a stream that ends by itself finishes within the shutdown's grace period.
   public func connectionIsGoingAway() {}
 

@@ -87,7 +87,9 @@ public struct ServerConnectionStateMachine: Sendable {
   }
 
   private enum State: Sendable {
-    case awaitingPreface, awaitingHello, open(Open), closed
+    /// `updating`: the open connection's tables are out of `state`, being changed in place
+    /// (see ``takeOpen()``).
+    case awaitingPreface, awaitingHello, open(Open), updating, closed
   }
 
   /// The highest protocol version this implementation speaks.
@@ -114,8 +116,16 @@ public struct ServerConnectionStateMachine: Sendable {
 
   /// Handles a preface or frame from the peer; `serverTimeMillis` goes into the handshake.
   public mutating func received(_ element: ConnectionElement, serverTimeMillis: Int64) -> [Action] {
+    // The common case first, outside the switch: a switch over `(state, element)` would hold a
+    // copy of the open state, and changing it in place would then copy its tables.
+    if case .open = state, case .frame(let frame) = element {
+      guard var open = takeOpen() else { return [] }
+      let actions = received(frame, open: &open)
+      restore(open)
+      return actions
+    }
     switch (state, element) {
-    case (.closed, _):
+    case (.closed, _), (.updating, _):
       return []
     case (.awaitingPreface, .preface(let preface)):
       guard preface.version >= 1 else { return violation(.failedPrecondition, "protocol version 0", sendPreface: true) }
@@ -129,19 +139,17 @@ public struct ServerConnectionStateMachine: Sendable {
       return []
     case (.awaitingHello, _):
       return violation(.internal, "expected the client's handshake", sendPreface: true)
-    case (.open, .preface):
-      return violation(.internal, "a second preface")
-    case (.open(var open), .frame(let frame)):
-      let actions = received(frame, open: &open)
-      if case .open = state { state = .open(open) }
-      return actions
+    case (.open(let open), .preface):
+      return violation(.internal, "a second preface", open: open)
+    case (.open, .frame):
+      return []  // handled above
     }
   }
 
   /// The decoder found the peer's bytes malformed: answer with GOAWAY and close.
   public mutating func receivedViolation(_ violation: ProtocolViolation) -> [Action] {
     guard !isClosed else { return [] }
-    if case .open = state { return self.violation(.internal, violation.description) }
+    if case .open(let open) = state { return self.violation(.internal, violation.description, open: open) }
     return self.violation(.internal, violation.description, sendPreface: true)
   }
 
@@ -189,10 +197,10 @@ public struct ServerConnectionStateMachine: Sendable {
     case .message, .halfClose, .cancel:
       return callFrame(frame, open: &open)
     case .ping:
-      guard frame.callID == 0, frame.payload.count == 8 else { return violation(.internal, "malformed PING") }
+      guard frame.callID == 0, frame.payload.count == 8 else { return violation(.internal, "malformed PING", open: open) }
       open.pingsWithoutActivity += 1
       guard open.pingsWithoutActivity <= configuration.pingBudget else {
-        return violation(.resourceExhausted, "too many pings")
+        return violation(.resourceExhausted, "too many pings", open: open)
       }
       return [.write([.frame(Frame(kind: .pong, callID: 0, payload: frame.payload))])]
     case .pong:
@@ -202,7 +210,7 @@ public struct ServerConnectionStateMachine: Sendable {
       open.lastServedCallID = open.highestCallID
       return closeIfDrained(open, after: [])
     case .handshake, .status:
-      return violation(.internal, "a client may not send \(frame.kind) here")
+      return violation(.internal, "a client may not send \(frame.kind) here", open: open)
     default:
       return []  // Unknown kinds are ignored, for forward compatibility.
     }
@@ -210,10 +218,10 @@ public struct ServerConnectionStateMachine: Sendable {
 
   private mutating func startCall(_ frame: Frame, open: inout Open) -> [Action] {
     guard frame.callID > open.highestCallID else {
-      return violation(.internal, "call id \(frame.callID) does not increase (last \(open.highestCallID))")
+      return violation(.internal, "call id \(frame.callID) does not increase (last \(open.highestCallID))", open: open)
     }
     guard let start = try? CallStart(serializedBytes: frame.payload) else {
-      return violation(.internal, "malformed CallStart on call \(frame.callID)")
+      return violation(.internal, "malformed CallStart on call \(frame.callID)", open: open)
     }
     open.highestCallID = frame.callID
     open.pingsWithoutActivity = 0
@@ -231,7 +239,7 @@ public struct ServerConnectionStateMachine: Sendable {
     guard let halfClosed = open.calls[frame.callID] else {
       // A call that has ended: the frame crossed its end in flight. One never started: a violation.
       return frame.callID <= open.highestCallID && frame.callID != 0
-        ? [] : violation(.internal, "\(frame.kind) for call \(frame.callID), which was never started")
+        ? [] : violation(.internal, "\(frame.kind) for call \(frame.callID), which was never started", open: open)
     }
     open.pingsWithoutActivity = 0
     switch frame.kind {
@@ -251,11 +259,11 @@ public struct ServerConnectionStateMachine: Sendable {
       case .incomplete:
         return []
       case .malformed:
-        return violation(.internal, "MESSAGE on call \(frame.callID) without a valid compressed flag")
+        return violation(.internal, "MESSAGE on call \(frame.callID) without a valid compressed flag", open: open)
       case .tooLarge(let bytes):
         return refuse(frame.callID, .resourceExhausted, "a message of \(bytes) bytes, limit \(open.peer.limits.maxMessageSize)", open: &open)
       case .complete(let flag, let message):
-        guard flag <= 1 else { return violation(.internal, "MESSAGE on call \(frame.callID) without a valid compressed flag") }
+        guard flag <= 1 else { return violation(.internal, "MESSAGE on call \(frame.callID) without a valid compressed flag", open: open) }
         guard flag == 0 || open.peer.compression != .identity else {
           return refuse(frame.callID, .internal, "a compressed message on a connection without compression", open: &open)
         }
@@ -285,16 +293,17 @@ public struct ServerConnectionStateMachine: Sendable {
   /// responses one by one and would rather not build an array of actions for each.
   public mutating func messageFrames(_ message: [UInt8], compressed: Bool, callID: UInt32) -> [Frame] {
     guard case .open(var open) = state, open.calls[callID] != nil else { return [] }
-    open.pingsWithoutActivity = 0
+    open.pingsWithoutActivity = 0  // a field of its own: no table is copied
     state = .open(open)
     return MessageFraming.frames(for: message, compressed: compressed, callID: callID, maxFrameSize: open.peer.limits.maxFrameSize)
   }
 
   /// A handler finished: send its status, which ends the call.
   public mutating func finishCall(callID: UInt32, status: CallStatus) -> [Action] {
-    guard case .open(var open) = state, open.calls.removeValue(forKey: callID) != nil else { return [] }
+    guard var open = takeOpen() else { return [] }
+    defer { restore(open) }
+    guard open.calls.removeValue(forKey: callID) != nil else { return [] }
     open.messages.discard(callID: callID)
-    state = .open(open)
     let frame = ConnectionElement.frame(Frame(kind: .status, callID: callID, payload: status.serializedBytes()))
     let close = closeIfDrained(open, after: [frame])
     return close.isEmpty ? [.write([frame])] : close
@@ -307,7 +316,7 @@ public struct ServerConnectionStateMachine: Sendable {
     case .awaitingPreface, .awaitingHello:
       state = .closed
       return [.close(after: [])]
-    case .closed:
+    case .closed, .updating:
       return []
     case .open(var open):
       guard open.lastServedCallID == nil else { return [] }
@@ -325,20 +334,33 @@ public struct ServerConnectionStateMachine: Sendable {
 
   // MARK: Helpers
 
+  /// The open connection's state, taken out of `state` so that it is changed in place: held
+  /// only by the caller, its tables are not copied on write (a copy of the calls table per
+  /// frame would cost as much as the call itself). Give it back with ``restore(_:)``; `nil`
+  /// when the connection is not open.
+  private mutating func takeOpen() -> Open? {
+    guard case .open(let open) = state else { return nil }
+    state = .updating
+    return open
+  }
+
+  /// Puts back what ``takeOpen()`` took, unless the connection closed meanwhile.
+  private mutating func restore(_ open: Open) {
+    if case .updating = state { state = .open(open) }
+  }
+
   private mutating func closeIfDrained(_ open: Open, after elements: [ConnectionElement]) -> [Action] {
     guard open.lastServedCallID != nil, open.calls.isEmpty else { return [] }
     state = .closed
     return [.close(after: elements)]
   }
 
-  private mutating func violation(_ code: StatusCode, _ message: String, sendPreface: Bool = false) -> [Action] {
-    let highest: UInt32 = if case .open(let open) = state { open.highestCallID } else { 0 }
-    var cancellations: [Action] = []
-    if case .open(let open) = state {
-      cancellations = open.calls.keys.sorted().map { .cancelCall(callID: $0) }
-    }
+  /// Closes the connection with a GOAWAY of `code`; `open` is the connection's state if the
+  /// handshake was done (its calls are cancelled).
+  private mutating func violation(_ code: StatusCode, _ message: String, sendPreface: Bool = false, open: Open? = nil) -> [Action] {
+    let cancellations: [Action] = open?.calls.keys.sorted().map { .cancelCall(callID: $0) } ?? []
     state = .closed
-    var goAway = GoAway(lastCallID: highest)
+    var goAway = GoAway(lastCallID: open?.highestCallID ?? 0)
     goAway.code = code.rawValue
     goAway.message = message
     let frame = ConnectionElement.frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes()))

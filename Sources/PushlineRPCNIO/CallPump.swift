@@ -15,21 +15,28 @@ final class CallPump: ResponsePump {
   private let callID: UInt32
   private let compresses: Bool
   private let source: any ResponseSource
+  private let scheduler: PumpScheduler
   /// A pull is scheduled on the loop and has not begun: later wakes are merged into it.
   private let isScheduled = Atomic<Bool>(false)
   /// The call is over: a pull already queued asks the source for nothing more.
   private let isOver = Atomic<Bool>(false)
 
-  init(connection: NIOLoopBound<ServerConnectionHandler>, callID: UInt32, compresses: Bool, source: any ResponseSource) {
+  /// A pump of `source`'s responses for the call `callID`, pulled through `scheduler` (on the
+  /// connection's event loop).
+  init(
+    connection: NIOLoopBound<ServerConnectionHandler>, callID: UInt32, compresses: Bool, source: any ResponseSource,
+    scheduler: PumpScheduler
+  ) {
     self.connection = connection
     self.callID = callID
     self.compresses = compresses
     self.source = source
+    self.scheduler = scheduler
   }
 
   func wake() {
     guard !isScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    connection.eventLoop.execute { self.pull() }
+    scheduler.schedule(self)
   }
 
   /// Tells the source that the connection is going away, then pulls, so that the source can
@@ -45,10 +52,11 @@ final class CallPump: ResponsePump {
     source.streamEnded()
   }
 
-  /// Pulls one batch and writes it in one flush (on the loop); then, if the channel still takes
-  /// bytes, wakes itself for the next batch — behind whatever else the loop has queued, so
-  /// that a stream fed as fast as it drains cannot keep the loop from its other channels.
-  private func pull() {
+  /// Pulls one batch and writes it in one flush (on the loop); then, if the source has more and
+  /// the channel still takes bytes, wakes itself for the next batch — behind whatever else the
+  /// loop has queued, so that a stream fed as fast as it drains cannot keep the loop from its
+  /// other channels.
+  func pull() {
     isScheduled.store(false, ordering: .releasing)
     guard !isOver.load(ordering: .acquiring) else { return }
     let handler = connection.value
@@ -78,7 +86,7 @@ final class CallPump: ResponsePump {
     switch outcome {
     case .sentMustWait: handler.wakeWhenWritable(callID: callID, self)
     case .callOver: break
-    case .sent, .sentAndFlushed: wake()
+    case .sent, .sentAndFlushed: if source.hasMoreResponses { wake() }
     }
   }
 }

@@ -18,6 +18,8 @@ struct CallResponder: Sendable {
   /// Whether the connection agreed on deflate: messages from ``Deflate/threshold`` bytes are
   /// then compressed, here in the handler's task.
   let compresses: Bool
+  /// Where the pulls of the call's pump, if it gets one, are scheduled.
+  let pumps: PumpScheduler
 
   /// Sends one response message; the contract of ``RPCRouter/ResponseSink``.
   func send(_ message: [UInt8]) async throws {
@@ -41,7 +43,7 @@ struct CallResponder: Sendable {
 
   /// Hands the call's responses to `source`, pulled on the loop when the returned pump is woken.
   func pump(_ source: any ResponseSource) -> any ResponsePump {
-    let pump = CallPump(connection: connection, callID: callID, compresses: compresses, source: source)
+    let pump = CallPump(connection: connection, callID: callID, compresses: compresses, source: source, scheduler: pumps)
     guard connection.eventLoop.inEventLoop else {
       connection.eventLoop.execute { [connection, callID] in connection.value.register(pump, callID: callID) }
       return pump

@@ -108,7 +108,11 @@ public struct RPCServer: Sendable {
       ratePerSecond: Double(configuration.maxConnectionsPerSecond), burst: configuration.maxConnectionsPerSecond,
       refusal: "too many clients are connecting; retry later", nowMillis: WallClock.systemMillis())
     let refused = Counter(label: "pushline_connections_refused_total", factory: configuration.metrics)
-    return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+    let group = MultiThreadedEventLoopGroup.singleton
+    // One pump scheduler per event loop, shared by its connections: a fan-out waking many
+    // streams costs each loop one job.
+    let pumps = Dictionary(uniqueKeysWithValues: group.makeIterator().map { (ObjectIdentifier($0), PumpScheduler(eventLoop: $0)) })
+    return try await ServerBootstrap(group: group)
       .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
       .serverChannelOption(.backlog, value: 256)
       .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -127,7 +131,7 @@ public struct RPCServer: Sendable {
             IdleConnectionHandler(readTimeout: TimeAmount(configuration.idleTimeout)),
             ServerConnectionHandler(
               router: router, configuration: configuration.connection, gracePeriod: TimeAmount(configuration.gracePeriod),
-              refusal: refusal),
+              refusal: refusal, pumps: pumps[ObjectIdentifier(channel.eventLoop)]),
           ])
           registry.register(channel, isRefused: refusal != nil)
         }

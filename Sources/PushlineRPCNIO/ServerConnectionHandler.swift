@@ -10,8 +10,9 @@ import PushlineSchema
 /// alone) whose executor preference is the connection's event loop: a handler's response is
 /// written by a plain call on the loop (``CallResponder``), and its status when it returns —
 /// unless it handed its stream to a pump (``CallPump``), which then streams on without the
-/// task and ends the call when its source does. Writes are not flushed one by one but once per
-/// burst (``FlushCoalescer``).
+/// task and ends the call when its source does. A completing unary handler runs on the loop
+/// with no task at all, and its answer comes back through the connection's ``AnswerInbox``.
+/// Writes are not flushed one by one but once per burst (``FlushCoalescer``).
 ///
 /// Backpressure: a response is written at once while the channel is writable. A write that
 /// fills the channel's buffer (its high watermark) flushes; if the buffer is still full, the
@@ -46,12 +47,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// costs little: its context, its handler and its request messages.
   private final class Opening {
     let context: ServerContext
-    let handler: RPCRouter.Handler
+    let implementation: RPCRouter.Implementation
     var requests: [[UInt8]] = []
 
-    init(context: ServerContext, handler: @escaping RPCRouter.Handler) {
+    init(context: ServerContext, implementation: RPCRouter.Implementation) {
       self.context = context
-      self.handler = handler
+      self.implementation = implementation
     }
   }
 
@@ -77,6 +78,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private var context: ChannelHandlerContext?
   private var output: FlushCoalescer?
   private var executor: EventLoopTaskExecutor?
+  private var inbox: AnswerInbox?
+  private var pumps: PumpScheduler?
   private var graceTimer: Scheduled<Void>?
   /// Set once the shutdown's GOAWAY is sent.
   private var isGoingAway = false
@@ -84,13 +87,16 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// A handler serving `router`'s methods under `configuration`; on shutdown, calls in
   /// progress get `gracePeriod` to finish. With a `refusal`, it answers the handshake with a
   /// GOAWAY carrying it and closes (see ``ServerConnectionStateMachine/init(configuration:refusal:)``).
+  /// Its streams' pulls run through `pumps`, shared by the connections of its event loop (one
+  /// of its own when `nil`).
   init(
     router: RPCRouter, configuration: ServerConnectionStateMachine.Configuration, gracePeriod: TimeAmount,
-    refusal: RPCError? = nil
+    refusal: RPCError? = nil, pumps: PumpScheduler? = nil
   ) {
     machine = ServerConnectionStateMachine(configuration: configuration, refusal: refusal)
     self.router = router
     self.gracePeriod = gracePeriod
+    self.pumps = pumps
   }
 
   // MARK: Channel events
@@ -99,6 +105,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     self.context = context
     output = FlushCoalescer(context: context)
     executor = EventLoopTaskExecutor(context.eventLoop)
+    inbox = AnswerInbox(connection: NIOLoopBound(self, eventLoop: context.eventLoop))
+    if pumps == nil { pumps = PumpScheduler(eventLoop: context.eventLoop) }
   }
 
   func handlerRemoved(context: ChannelHandlerContext) {
@@ -190,6 +198,20 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     output.burst(writes)
   }
 
+  /// A completing handler's answer to `callID`: its response and status OK, or its error's
+  /// status. Dropped when the call is over.
+  func answer(callID: UInt32, with result: Result<[UInt8], RPCError>) {
+    guard let peer, calls[callID] != nil else { return }
+    switch result {
+    case .success(let response):
+      let (bytes, compressed) = Deflate.prepare(response, negotiated: peer.compression == .deflate)
+      _ = send(bytes, compressed: compressed, callID: callID)
+      finish(callID: callID, status: CallStatus(code: StatusCode.ok.rawValue))
+    case .failure(let error):
+      finish(callID: callID, status: error.status)
+    }
+  }
+
   /// A call's handler returned with `status`: that ends the call, unless the handler handed
   /// the stream to a pump and returned OK — the pump then ends the call when its source does.
   func handlerReturned(callID: UInt32, status: CallStatus) {
@@ -233,11 +255,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
   private func startCall(_ callID: UInt32, _ start: CallStart) {
     guard let peer, let context else { return }
-    guard let (_, handler) = router.handler(for: start.method) else {
+    guard let (_, implementation) = router.handler(for: start.method) else {
       return finish(callID: callID, status: RPCError(code: .unimplemented, message: "no method \(start.method)").status)
     }
     let serverContext = ServerContext(peer: peer, start: start)
-    var call = Call(opening: Opening(context: serverContext, handler: handler))
+    var call = Call(opening: Opening(context: serverContext, implementation: implementation))
     if let timeout = serverContext.timeout {
       // The deadline runs from the call's start, whatever the handler is doing.
       let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -260,16 +282,23 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   }
 
   private func runHandler(of callID: UInt32) {
-    guard let opening = calls[callID]?.opening, let context, let executor else { return }
+    guard let opening = calls[callID]?.opening, let context, let executor, let inbox, let pumps else { return }
     calls[callID]?.opening = nil
     guard opening.requests.count == 1 else {
       let refusal = RPCError(code: .invalidArgument, message: "the method takes one request, got \(opening.requests.count)")
       return finish(callID: callID, status: refusal.status)
     }
+    let (request, serverContext) = (opening.requests[0], opening.context)
+    let handler: RPCRouter.Handler
+    switch opening.implementation {
+    case .completing(let completing):
+      return completing(request, serverContext) { inbox.answer(callID: callID, with: $0) }
+    case .task(let taskHandler):
+      handler = taskHandler
+    }
     let responder = CallResponder(
       connection: NIOLoopBound(self, eventLoop: context.eventLoop), callID: callID,
-      compresses: opening.context.peer.compression == .deflate)
-    let (request, handler, serverContext) = (opening.requests[0], opening.handler, opening.context)
+      compresses: serverContext.peer.compression == .deflate, pumps: pumps)
     calls[callID]?.task = Task(executorPreference: executor) {
       let status: CallStatus
       do {

@@ -154,6 +154,27 @@ struct BrokerTests {
     #expect(late.replayed == nil && late.firstOffset == 2)
   }
 
+  /// A retry arriving while its original is being committed (the acknowledgement seemed slow)
+  /// waits for the original's answer instead of being applied a second time.
+  @Test func aRetryDuringItsOriginalsCommitIsNotAppliedAgain() async throws {
+    let storage = CountingStorage()
+    storage.holdCommits()
+    let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+    let (original, retry) = try await withThrowingTaskGroup(of: (Bool, PublishResponse).self) { group in
+      group.addTask { (false, try await broker.publish("t", [card("a", 1)], key: "k1")) }
+      while storage.heldCount < 1 { await Task.yield() }
+      group.addTask { (true, try await broker.publish("t", [card("a", 1)], key: "k1")) }
+      while broker.state.withLock({ $0.committing.first?.waiters.count }) != 2 { await Task.yield() }
+      storage.release()
+      let answers = try await group.reduce(into: [Bool: PublishResponse]()) { $0[$1.0] = $1.1 }
+      return (answers[false]!, answers[true]!)
+    }
+    #expect(original.replayed == nil && original.firstOffset == 1)
+    #expect(retry.replayed == true && retry.firstOffset == 1 && retry.lastOffset == 1)
+    #expect(broker.state.withLock { $0.topics["t"]!.topOffset } == 1)
+    #expect(storage.commits.withLock { $0 } == 1)
+  }
+
   /// While a commit is under way (held by the storage), 199 publishes queue; they share the
   /// next commit, no two publishes of a topic share an offset, and each topic's subscriber gets
   /// every change of the shared commit once, in offset order.

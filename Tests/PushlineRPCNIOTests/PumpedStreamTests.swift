@@ -61,6 +61,35 @@ struct PumpedStreamTests {
     }
   }
 
+  /// More streams than one job of the loop's scheduler pulls (`PumpScheduler.pullsPerJob`),
+  /// all woken together, each carried to its end: the pumps left for later jobs are pulled.
+  @Test(.timeLimit(.minutes(1))) func moreStreamsThanOnePullJobAllComplete() async throws {
+    var router = RPCRouter()
+    router.registerServerStreaming(Self.method, request: MetadataEntry.self, response: MetadataEntry.self) { request, writer, _ in
+      let numbers = Numbers(total: Int(request.value ?? "0") ?? 0, batch: 3)
+      try #require(writer.pump(from: numbers)).wake()
+    }
+    try await RPCServer(router: router, configuration: .init(port: 0)).withRunningServer { address in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: address.port!) { connection in
+        let counts = try await withThrowingTaskGroup(of: Int.self) { group in
+          for _ in 0..<96 {
+            group.addTask {
+              var request = MetadataEntry(key: "n")
+              request.value = "30"
+              var received = 0
+              for try await _ in connection.serverStreaming(Self.method, request: request, response: MetadataEntry.self) {
+                received += 1
+              }
+              return received
+            }
+          }
+          return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(counts == Array(repeating: 30, count: 96))
+      }
+    }
+  }
+
   /// A stream that never ends by itself hears of its end when the client leaves, so that it
   /// can let go of what it holds (the broker's subscription).
   @Test(.timeLimit(.minutes(1))) func aSourceHearsOfItsEndWhenTheClientLeaves() async throws {

@@ -1,0 +1,29 @@
+public import PushlineWire
+
+/// How a completing unary handler (see ``RPCRouter/registerUnary(_:request:response:completing:)``)
+/// answers its call: with one response, or with the ``RPCError`` that ends the call. Safe to
+/// use from any thread; only the first answer counts, and an answer after the call is over
+/// (cancelled, past its deadline, its connection gone) is dropped.
+public struct UnaryCompletion<Response: WireMessage>: Sendable {
+  private let respond: @Sendable (Result<[UInt8], RPCError>) -> Void
+
+  /// A completion handing its answer to `respond`; the router creates these.
+  init(respond: @escaping @Sendable (Result<[UInt8], RPCError>) -> Void) {
+    self.respond = respond
+  }
+
+  /// Answers with `response` and status OK.
+  public func succeed(_ response: Response) {
+    respond(.success(response.serializedBytes()))
+  }
+
+  /// Ends the call with `error`'s status.
+  public func fail(_ error: RPCError) {
+    respond(.failure(error))
+  }
+
+  /// Answers with `result`: its response, or its error's status.
+  public func complete(with result: Result<Response, RPCError>) {
+    respond(result.map { $0.serializedBytes() })
+  }
+}

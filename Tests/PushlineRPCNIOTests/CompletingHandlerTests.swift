@@ -1,0 +1,108 @@
+import Dispatch
+import NIOCore
+import PushlineRPC
+import PushlineRPCNIO
+import PushlineSchema
+import Synchronization
+import Testing
+
+/// Unary methods registered as completing: no task per call, answered through a callback on
+/// the event loop or from another thread, over real sockets.
+@Suite("Completing unary handlers over loopback TCP")
+struct CompletingHandlerTests {
+  static let later = "/test.Completing/Later"
+  static let now = "/test.Completing/Now"
+  static let held = "/test.Completing/Held"
+
+  /// Holds the completions of `held` calls until the test answers them.
+  final class Held: Sendable {
+    let completions = Mutex<[UnaryCompletion<MetadataEntry>]>([])
+    let (arrivals, arrived) = AsyncStream<Void>.makeStream()
+  }
+
+  /// A server whose `later` answers from a Dispatch thread (the value uppercased, or
+  /// FAILED_PRECONDITION for the value "fail"), whose `now` answers at once on the loop, and
+  /// whose `held` answers only when the test says so.
+  static func withServer(held: Held = Held(), _ body: (Int) async throws -> Void) async throws {
+    var router = RPCRouter()
+    router.registerUnary(later, request: MetadataEntry.self, response: MetadataEntry.self) { request, _, completion in
+      DispatchQueue.global().async {
+        guard request.value != "fail" else {
+          return completion.fail(RPCError(code: .failedPrecondition, message: "asked to fail"))
+        }
+        var response = request
+        response.value = request.value?.uppercased()
+        completion.succeed(response)
+      }
+    }
+    router.registerUnary(now, request: MetadataEntry.self, response: MetadataEntry.self) { request, _, completion in
+      completion.complete(with: .success(request))
+      completion.fail(RPCError(code: .internal, message: "a second answer, to be dropped"))
+    }
+    router.registerUnary(Self.held, request: MetadataEntry.self, response: MetadataEntry.self) { _, _, completion in
+      held.completions.withLock { $0.append(completion) }
+      held.arrived.yield()
+    }
+    try await RPCServer(router: router, configuration: .init(port: 0)).withRunningServer { address in
+      try await body(address.port!)
+    }
+  }
+
+  /// Many calls in flight on one connection, answered from other threads in any order, each
+  /// get their own answer; failures arrive as their statuses.
+  @Test func answersFromOtherThreadsReachTheirOwnCalls() async throws {
+    try await Self.withServer { port in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+        try await withThrowingTaskGroup(of: Void.self) { group in
+          for index in 0..<64 {
+            group.addTask {
+              var request = MetadataEntry(key: "\(index)")
+              request.value = "value \(index)"
+              let response = try await connection.unary(Self.later, request: request, response: MetadataEntry.self)
+              #expect(response.key == "\(index)")
+              #expect(response.value == "VALUE \(index)")
+            }
+          }
+          try await group.waitForAll()
+        }
+        var failing = MetadataEntry(key: "f")
+        failing.value = "fail"
+        await #expect { try await connection.unary(Self.later, request: failing, response: MetadataEntry.self) }
+          throws: { ($0 as? RPCError) == RPCError(code: .failedPrecondition, message: "asked to fail") }
+      }
+    }
+  }
+
+  /// An answer given on the loop itself goes out at once; only the first answer counts; a
+  /// request that does not decode ends the call with INVALID_ARGUMENT before the handler runs.
+  @Test func theFirstAnswerCountsAndBadRequestsAreRefused() async throws {
+    try await Self.withServer { port in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+        let response = try await connection.unary(Self.now, request: MetadataEntry(key: "k"), response: MetadataEntry.self)
+        #expect(response.key == "k")
+        // An OutageState with no fields is not a MetadataEntry: its required key is missing.
+        await #expect { try await connection.unary(Self.now, request: OutageState(), response: MetadataEntry.self) }
+          throws: { ($0 as? RPCError)?.code == .invalidArgument }
+        let after = try await connection.unary(Self.now, request: MetadataEntry(key: "after"), response: MetadataEntry.self)
+        #expect(after.key == "after")
+      }
+    }
+  }
+
+  /// A call whose deadline passes before its answer ends with DEADLINE_EXCEEDED; the late
+  /// answer is dropped, and the connection goes on serving.
+  @Test(.timeLimit(.minutes(1))) func aLateAnswerIsDropped() async throws {
+    let held = Held()
+    try await Self.withServer(held: held) { port in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+        await #expect {
+          try await connection.unary(Self.held, request: MetadataEntry(key: "k"), response: MetadataEntry.self, timeout: .milliseconds(50))
+        } throws: { ($0 as? RPCError)?.code == .deadlineExceeded }
+        for await _ in held.arrivals { break }
+        for completion in held.completions.withLock({ $0 }) { completion.succeed(MetadataEntry(key: "late")) }
+        let response = try await connection.unary(Self.now, request: MetadataEntry(key: "next"), response: MetadataEntry.self)
+        #expect(response.key == "next")
+      }
+    }
+  }
+}
