@@ -33,9 +33,9 @@ extension Broker {
     let now = configuration.nowMillis()
     let window = configuration.idempotencyWindow.milliseconds
     enum Next { case answered(PublishResponse), queued, commit }
-    let next = state.withLock { state -> Next in
+    let next = intake.withLock { intake -> Next in
       if let key = request.idempotencyKey {
-        if let record = state.publishRecords[PublishRecordKey(topic: request.topic, key: key)],
+        if let record = intake.publishRecords[PublishRecordKey(topic: request.topic, key: key)],
           record.committedAtMillis >= now - window
         {
           var response = PublishResponse(epoch: record.epoch, firstOffset: record.firstOffset, lastOffset: record.lastOffset)
@@ -43,24 +43,31 @@ extension Broker {
           return .answered(response)
         }
         // A retry of a publish not yet committed waits for the original's answer.
-        if Self.join(key, topic: request.topic, completion, in: &state.pending)
-          || Self.join(key, topic: request.topic, completion, in: &state.committing)
+        if Self.join(key, topic: request.topic, completion, in: &intake.pending)
+          || Self.join(key, topic: request.topic, completion, in: &intake.committing)
         {
           return .queued
         }
       }
-      let topic = Self.topic(request.topic, in: &state)
-      let first = (state.lastAssigned[topic.name] ?? topic.topOffset) + 1
+      // A topic published to for the first time since the start: its epoch and top offset
+      // come from the topics (the only time a publish takes their lock).
+      let head =
+        intake.heads[request.topic]
+        ?? state.withLock { state in
+          let topic = Self.topic(request.topic, in: &state)
+          return (topic.epoch, topic.topOffset)
+        }
+      let first = head.lastAssigned + 1
       let records = request.changes.enumerated().map { index, change in
         CardRecord(cardID: change.cardID, offset: first + Int64(index), card: change.card, changedAtMillis: now)
       }
-      state.lastAssigned[topic.name] = first + Int64(records.count) - 1
-      state.pending.append(
+      intake.heads[request.topic] = (head.epoch, first + Int64(records.count) - 1)
+      intake.pending.append(
         PendingPublish(
-          topic: topic.name, epoch: topic.epoch, records: records, idempotencyKey: request.idempotencyKey,
+          topic: request.topic, epoch: head.epoch, records: records, idempotencyKey: request.idempotencyKey,
           waiters: [(completion, false)]))
-      guard !state.isCommitting else { return .queued }
-      state.isCommitting = true
+      guard !intake.isCommitting else { return .queued }
+      intake.isCommitting = true
       return .commit
     }
     switch next {
@@ -125,56 +132,58 @@ extension Broker {
         configuration.logger.error("commit failed", metadata: ["publishes": "\(publishes.count)", "error": "\(error)"])
         let failure = RPCError(
           code: .unavailable, message: "the publish could not be stored: \(error)", retryAfterMillis: 1000)
-        let failed = state.withLock { state in
-          defer { state.committing = [] }
-          return state.committing
+        let failed = intake.withLock { intake in
+          defer { intake.committing = [] }
+          return intake.committing
         }
         for publish in failed { for waiter in publish.waiters { waiter.completion(.failure(failure)) } }
         continue
       }
-      for publish in applyCommitted(batch, publishes) {
-        for waiter in publish.waiters { waiter.completion(.success(publish.response(replayed: waiter.isRetry))) }
-      }
+      applyCommitted(batch, publishes)
     }
   }
 
+  /// Takes what is pending for the next commit (under the intake's lock, briefly), and builds
+  /// its storage batch outside the lock; `nil` when nothing is left, which ends the committing.
   private func takePendingBatch() -> (StorageBatch, [PendingPublish])? {
     let now = configuration.nowMillis()
-    return state.withLock { state in
-      guard !state.pending.isEmpty || !state.pendingPrunes.isEmpty else {
-        state.isCommitting = false
+    let window = configuration.idempotencyWindow.milliseconds
+    let taken = intake.withLock { intake -> (publishes: [PendingPublish], prunes: [TombstonePrune], forgets: Bool)? in
+      guard !intake.pending.isEmpty || !intake.pendingPrunes.isEmpty else {
+        intake.isCommitting = false
         return nil
       }
-      let publishes = state.pending
-      var batch = StorageBatch()
-      var topicIndex: [String: Int] = [:]
-      for publish in publishes {
-        if let index = topicIndex[publish.topic] {
-          batch.topics[index].records += publish.records
-          batch.topics[index].topOffset = publish.records.last?.offset ?? batch.topics[index].topOffset
-        } else {
-          topicIndex[publish.topic] = batch.topics.count
-          batch.topics.append(
-            TopicChanges(
-              topic: publish.topic, epoch: publish.epoch, topOffset: publish.records.last?.offset ?? 0,
-              records: publish.records))
-        }
-        if let key = publish.idempotencyKey, let first = publish.records.first, let last = publish.records.last {
-          batch.publishRecords.append(
-            PublishRecord(
-              topic: publish.topic, key: key, epoch: publish.epoch, firstOffset: first.offset, lastOffset: last.offset,
-              committedAtMillis: now))
-        }
+      defer {
+        intake.pending = []
+        intake.pendingPrunes = []
       }
-      batch.prunes = state.pendingPrunes
-      if now - state.lastRecordCleanupMillis >= configuration.idempotencyWindow.milliseconds / 10 {
-        batch.forgetPublishRecordsBeforeMillis = now - configuration.idempotencyWindow.milliseconds
-      }
-      state.committing = publishes
-      state.pending = []
-      state.pendingPrunes = []
-      return (batch, publishes)
+      intake.committing = intake.pending
+      return (intake.pending, intake.pendingPrunes, now - intake.lastRecordCleanupMillis >= window / 10)
     }
+    guard let (publishes, prunes, forgets) = taken else { return nil }
+    var batch = StorageBatch()
+    var topicIndex: [String: Int] = [:]
+    for publish in publishes {
+      if let index = topicIndex[publish.topic] {
+        batch.topics[index].records += publish.records
+        batch.topics[index].topOffset = publish.records.last?.offset ?? batch.topics[index].topOffset
+      } else {
+        topicIndex[publish.topic] = batch.topics.count
+        batch.topics.append(
+          TopicChanges(
+            topic: publish.topic, epoch: publish.epoch, topOffset: publish.records.last?.offset ?? 0,
+            records: publish.records))
+      }
+      if let key = publish.idempotencyKey, let first = publish.records.first, let last = publish.records.last {
+        batch.publishRecords.append(
+          PublishRecord(
+            topic: publish.topic, key: key, epoch: publish.epoch, firstOffset: first.offset, lastOffset: last.offset,
+            committedAtMillis: now))
+      }
+    }
+    batch.prunes = prunes
+    if forgets { batch.forgetPublishRecordsBeforeMillis = now - window }
+    return (batch, publishes)
   }
 
   /// `records` (in offset order) without those a later record of the same card supersedes:
@@ -188,39 +197,28 @@ extension Broker {
     return records.indices.filter { last[records[$0].cardID] == $0 }.map { records[$0] }
   }
 
-  /// Makes a committed batch visible: applies it to the topics, fans the changes out,
-  /// remembers idempotency keys, and schedules tombstone prunes for the topics it touched.
+  /// Makes a committed batch visible: applies it to the topics, remembers idempotency keys,
+  /// schedules tombstone prunes for the topics it touched, answers, and fans the changes out.
   ///
   /// The fan-out runs after the broker's lock is released, so that publishes and subscribes
   /// are not held up while a thousand queues take their changes. That keeps each queue's
   /// changes in offset order: commits are applied one at a time, and a subscriber that
   /// attaches after the topics were updated got these changes in its catch-up or snapshot
   /// and is not among the subscribers collected here.
-  ///
-  /// Returns the committed publishes with everyone waiting for their answers, retries that
-  /// joined during the commit included.
-  private func applyCommitted(_ batch: StorageBatch, _ publishes: [PendingPublish]) -> [PendingPublish] {
+  /// Answers the publishers (and the retries that joined them during the commit) before the
+  /// fan-out, once the topics show the changes.
+  private func applyCommitted(_ batch: StorageBatch, _ publishes: [PendingPublish]) {
     let now = configuration.nowMillis()
-    let (committed, fanOut) = state.withLock {
-      state -> ([PendingPublish], [(topic: String, changes: [CardChange], superseded: Int, subscribers: [Subscription])]) in
+    let (prunes, fanOut) = state.withLock {
+      state -> ([TombstonePrune], [(topic: String, changes: [CardChange], superseded: Int, subscribers: [Subscription])]) in
       for publish in publishes {
         state.topics[publish.topic, default: TopicState(name: publish.topic, epoch: publish.epoch)].apply(publish.records)
       }
       for prune in batch.prunes { state.topics[prune.topic]?.apply(prune) }
-      if let cutoff = batch.forgetPublishRecordsBeforeMillis {
-        state.publishRecords = state.publishRecords.filter { $0.value.committedAtMillis >= cutoff }
-        state.lastRecordCleanupMillis = now
-      }
-      for record in batch.publishRecords {
-        state.publishRecords[PublishRecordKey(topic: record.topic, key: record.key)] = record
-      }
-      for changes in batch.topics {
-        if let prune = state.topics[changes.topic]?.tombstonesToPrune(
+      let prunes = batch.topics.compactMap { changes in
+        state.topics[changes.topic]?.tombstonesToPrune(
           limit: configuration.maxTombstonesPerTopic, maxAgeMillis: configuration.maxTombstoneAge.milliseconds,
           nowMillis: now)
-        {
-          state.pendingPrunes.append(prune)
-        }
       }
       let fanOut = batch.topics.compactMap { topic -> (String, [CardChange], Int, [Subscription])? in
         guard let subscribers = state.subscribers[topic.topic] else { return nil }
@@ -228,8 +226,23 @@ extension Broker {
         let changes = Self.latestVersions(of: topic.records).map(\.change)
         return (topic.topic, changes, topic.records.count - changes.count, Array(subscribers.values))
       }
-      defer { state.committing = [] }
-      return (state.committing, fanOut)
+      return (prunes, fanOut)
+    }
+    let committed = intake.withLock { intake in
+      if let cutoff = batch.forgetPublishRecordsBeforeMillis {
+        intake.publishRecords = intake.publishRecords.filter { $0.value.committedAtMillis >= cutoff }
+        intake.lastRecordCleanupMillis = now
+      }
+      for record in batch.publishRecords {
+        intake.publishRecords[PublishRecordKey(topic: record.topic, key: record.key)] = record
+      }
+      intake.pendingPrunes += prunes
+      defer { intake.committing = [] }
+      return intake.committing
+    }
+    // The publishers first: their answers wait for nothing but the commit.
+    for publish in committed {
+      for waiter in publish.waiters { waiter.completion(.success(publish.response(replayed: waiter.isRetry))) }
     }
     // Per topic, the whole batch's changes in offset order: one enqueue and one wake per
     // subscriber per commit, however many publishes the commit grouped.
@@ -244,6 +257,5 @@ extension Broker {
     configuration.metrics.publishes.increment(by: publishes.count)
     configuration.metrics.publishedChanges.increment(by: publishes.reduce(0) { $0 + $1.records.count })
     if coalesced > 0 { configuration.metrics.coalescedChanges.increment(by: coalesced) }
-    return committed
   }
 }

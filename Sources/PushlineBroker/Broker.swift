@@ -7,16 +7,27 @@ import Synchronization
 /// The push pipeline without a transport: topics and their card tables, publishes made
 /// durable with group commit, and subscriptions fed in offset order with coalescing.
 ///
-/// Every method that touches topics takes one lock, briefly, and never across an `await`:
-/// publishes assign offsets under it, the committer applies committed changes and fans them
-/// out under it, subscribers attach under it — so each subscription sees a topic's changes
-/// exactly once, in offset order, after its catch-up or snapshot.
+/// Two locks, each held briefly and never across an `await`. The intake's: publishes assign
+/// offsets and queue for the next commit under it, and the committer takes them from it — so a
+/// publish never waits for a fan-out. The topics' lock: the committer applies committed
+/// changes under it and collects each topic's subscribers, and subscribers attach under it —
+/// so each subscription sees a topic's changes exactly once, in offset order, after its
+/// catch-up or snapshot. When both are needed, the intake's is taken first.
 public final class Broker: Sendable {
+  /// The topics, their subscribers and the subscriptions.
   struct State {
     var topics: [String: TopicState] = [:]
-    /// The last offset handed out per topic (committed or not); offsets are never reused,
-    /// even after a failed commit.
-    var lastAssigned: [String: Int64] = [:]
+    var subscribers: [String: [ObjectIdentifier: Subscription]] = [:]
+    var subscriptions: [ObjectIdentifier: Subscription] = [:]
+    var isShutDown = false
+  }
+
+  /// The publishes on their way to storage, and what they need to be assigned offsets and
+  /// deduplicated.
+  struct Intake {
+    /// Per topic published to: its epoch and the last offset handed out (committed or not);
+    /// offsets are never reused, even after a failed commit.
+    var heads: [String: (epoch: Int64, lastAssigned: Int64)] = [:]
     var pending: [PendingPublish] = []
     /// The publishes of the commit under way: a retry of one joins its waiters here.
     var committing: [PendingPublish] = []
@@ -24,9 +35,6 @@ public final class Broker: Sendable {
     var isCommitting = false
     var publishRecords: [PublishRecordKey: PublishRecord] = [:]
     var lastRecordCleanupMillis: Int64 = 0
-    var subscribers: [String: [ObjectIdentifier: Subscription]] = [:]
-    var subscriptions: [ObjectIdentifier: Subscription] = [:]
-    var isShutDown = false
   }
 
   struct PublishRecordKey: Hashable {
@@ -38,6 +46,7 @@ public final class Broker: Sendable {
   /// The broker's settings.
   public let configuration: BrokerConfiguration
   let state: Mutex<State>
+  let intake: Mutex<Intake>
   let admission: AdmissionLimiter
 
   /// A broker over `storage`, loaded with what it holds: topics keep their epochs and
@@ -50,11 +59,13 @@ public final class Broker: Sendable {
     var state = State()
     for topic in try await storage.loadTopics() { state.topics[topic.name] = topic }
     let now = configuration.nowMillis()
+    var intake = Intake()
     for record in try await storage.loadPublishRecords(sinceMillis: now - configuration.idempotencyWindow.milliseconds) {
-      state.publishRecords[PublishRecordKey(topic: record.topic, key: record.key)] = record
+      intake.publishRecords[PublishRecordKey(topic: record.topic, key: record.key)] = record
     }
-    state.lastRecordCleanupMillis = now
+    intake.lastRecordCleanupMillis = now
     self.state = Mutex(state)
+    self.intake = Mutex(intake)
     admission = AdmissionLimiter(
       ratePerSecond: Double(configuration.maxSubscribesPerSecond), burst: configuration.maxSubscribesPerSecond,
       refusal: "too many clients are subscribing; retry later", nowMillis: now)
