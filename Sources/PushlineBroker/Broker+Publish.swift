@@ -198,15 +198,15 @@ extension Broker {
   }
 
   /// Makes a committed batch visible: applies it to the topics, remembers idempotency keys,
-  /// schedules tombstone prunes for the topics it touched, answers, and fans the changes out.
+  /// schedules tombstone prunes for the topics it touched, fans the changes out, and answers.
   ///
-  /// The fan-out runs after the broker's lock is released, so that publishes and subscribes
+  /// The fan-out runs after the topics' lock is released, so that publishes and subscribes
   /// are not held up while a thousand queues take their changes. That keeps each queue's
   /// changes in offset order: commits are applied one at a time, and a subscriber that
   /// attaches after the topics were updated got these changes in its catch-up or snapshot
   /// and is not among the subscribers collected here.
-  /// Answers the publishers (and the retries that joined them during the commit) before the
-  /// fan-out, once the topics show the changes.
+  ///
+  /// The answers go to the publishers and to the retries that joined them during the commit.
   private func applyCommitted(_ batch: StorageBatch, _ publishes: [PendingPublish]) {
     let now = configuration.nowMillis()
     let (prunes, fanOut) = state.withLock {
@@ -240,10 +240,6 @@ extension Broker {
       defer { intake.committing = [] }
       return intake.committing
     }
-    // The publishers first: their answers wait for nothing but the commit.
-    for publish in committed {
-      for waiter in publish.waiters { waiter.completion(.success(publish.response(replayed: waiter.isRetry))) }
-    }
     // Per topic, the whole batch's changes in offset order: one enqueue and one wake per
     // subscriber per commit, however many publishes the commit grouped.
     var coalesced = 0
@@ -253,6 +249,11 @@ extension Broker {
         if let replaced { coalesced += replaced + superseded }
         drainer?.wake()
       }
+    }
+    // The publishers last: once a publish is answered, every subscriber's queue holds its
+    // changes (a subscriber in the same process reads its writes).
+    for publish in committed {
+      for waiter in publish.waiters { waiter.completion(.success(publish.response(replayed: waiter.isRetry))) }
     }
     configuration.metrics.publishes.increment(by: publishes.count)
     configuration.metrics.publishedChanges.increment(by: publishes.reduce(0) { $0 + $1.records.count })

@@ -6,7 +6,7 @@ import Synchronization
 /// drains it — the transport's pump (woken when the queue gains something, it pulls on the
 /// connection's event loop), or a task waiting in ``waitUntilReady()``.
 ///
-/// The broker fills the queue (under its own lock, so the queue sees a topic's changes in
+/// The broker fills the queue, one commit at a time (so the queue sees a topic's changes in
 /// offset order); the drain takes from it as fast as the connection takes the bytes.
 /// While the connection is slow, newer card versions replace queued ones, so memory is
 /// bounded by the cards of the subscribed topics, never by the publish rate.

@@ -36,8 +36,8 @@ public final class TokenAuthority: Sendable {
   ///   (malformed, bad signature, unknown role) or it has expired — a client should get a new
   ///   token rather than retry.
   public func authenticate(_ token: String?) async throws(RPCError) -> Principal {
-    if let principal = try verifiedPrincipal(token) { return principal }
-    guard let token else { throw Self.noToken }
+    let token = try Self.present(token)
+    if let principal = try cached(token) { return principal }
     let principal: Principal
     do {
       let claims = try await keys.verify(token, as: TokenClaims.self)
@@ -60,13 +60,22 @@ public final class TokenAuthority: Sendable {
   ///
   /// - Throws: ``RPCError`` UNAUTHENTICATED when there is no token or it has expired.
   public func verifiedPrincipal(_ token: String?) throws(RPCError) -> Principal? {
-    guard let token, !token.isEmpty else { throw Self.noToken }
+    try cached(Self.present(token))
+  }
+
+  /// The token, or UNAUTHENTICATED when there is none.
+  private static func present(_ token: String?) throws(RPCError) -> String {
+    guard let token, !token.isEmpty else {
+      throw RPCError(code: .unauthenticated, message: "no auth token: connect with a token (pushline token mints one)")
+    }
+    return token
+  }
+
+  /// The principal of `token` if it was verified before, checked for expiry.
+  private func cached(_ token: String) throws(RPCError) -> Principal? {
     guard let principal = verified.withLock({ $0[token] }) else { return nil }
     return try unexpired(principal)
   }
-
-  private static let noToken = RPCError(
-    code: .unauthenticated, message: "no auth token: connect with a token (pushline token mints one)")
 
   private func unexpired(_ principal: Principal) throws(RPCError) -> Principal {
     guard principal.expiresAtMillis > nowMillis() else {

@@ -36,7 +36,7 @@ final class CallPump: ResponsePump {
 
   func wake() {
     guard !isScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    scheduler.schedule(self)
+    scheduler.post(self)
   }
 
   /// Tells the source that the connection is going away, then pulls, so that the source can
@@ -53,9 +53,10 @@ final class CallPump: ResponsePump {
   }
 
   /// Pulls one batch and writes it in one flush (on the loop); then, if the source has more and
-  /// the channel still takes bytes, wakes itself for the next batch — behind whatever else the
-  /// loop has queued, so that a stream fed as fast as it drains cannot keep the loop from its
-  /// other channels.
+  /// the channel still takes bytes, wakes itself for the next batch — behind the jobs already
+  /// queued on the loop, so that one stream does not hold up the loop's other work. (NIO runs
+  /// those jobs in the same turn of the loop: a stream gives the loop back to its I/O once its
+  /// source runs dry or its channel fills.)
   func pull() {
     isScheduled.store(false, ordering: .releasing)
     guard !isOver.load(ordering: .acquiring) else { return }

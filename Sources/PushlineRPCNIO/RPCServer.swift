@@ -111,7 +111,7 @@ public struct RPCServer: Sendable {
     let group = MultiThreadedEventLoopGroup.singleton
     // One pump scheduler per event loop, shared by its connections: a fan-out waking many
     // streams costs each loop one job.
-    let pumps = Dictionary(uniqueKeysWithValues: group.makeIterator().map { (ObjectIdentifier($0), PumpScheduler(eventLoop: $0)) })
+    let pumps = Dictionary(uniqueKeysWithValues: group.makeIterator().map { (ObjectIdentifier($0), PumpScheduler.pumps(on: $0)) })
     return try await ServerBootstrap(group: group)
       .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
       .serverChannelOption(.backlog, value: 256)

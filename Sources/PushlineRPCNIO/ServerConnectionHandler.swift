@@ -22,7 +22,7 @@ import PushlineSchema
 ///
 /// A graceful shutdown arrives as the inbound user event ``ShutDown``: GOAWAY, and each pumped
 /// stream hears that its connection is going away; then the grace period, then the handlers
-/// still running are cancelled and the pumped streams still open end with UNAVAILABLE.
+/// still running are cancelled and the other calls still open end with UNAVAILABLE.
 final class ServerConnectionHandler: ChannelInboundHandler {
   typealias InboundIn = ConnectionElement
   typealias OutboundOut = ConnectionElement
@@ -106,7 +106,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     output = FlushCoalescer(context: context)
     executor = EventLoopTaskExecutor(context.eventLoop)
     inbox = AnswerInbox(connection: NIOLoopBound(self, eventLoop: context.eventLoop))
-    if pumps == nil { pumps = PumpScheduler(eventLoop: context.eventLoop) }
+    if pumps == nil { pumps = PumpScheduler.pumps(on: context.eventLoop) }
   }
 
   func handlerRemoved(context: ChannelHandlerContext) {
@@ -329,11 +329,14 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   }
 
   /// The shutdown's grace period is over: handlers still running are cancelled (their calls end
-  /// when they return), and pumped streams still open end with UNAVAILABLE.
+  /// when they return), and every other call still open — a pumped stream, a completing
+  /// handler's unanswered call, a request still arriving — ends with UNAVAILABLE.
   private func gracePeriodEnded() {
     for (callID, call) in calls {
       stopHandler(of: callID)
-      if call.pump != nil {
+      // A task ends its call when it returns; a pumped stream, a completing handler still to
+      // answer and a call whose request never finished arriving end here.
+      if call.pump != nil || call.task == nil {
         finish(callID: callID, status: RPCError(code: .unavailable, message: "the server has shut down").status)
       }
     }
@@ -354,6 +357,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     guard context != nil else { return }
     context = nil
     output = nil
+    inbox = nil  // it holds the handler: answers still on their way find the call gone
     graceTimer?.cancel()
     let ended = calls
     calls = [:]

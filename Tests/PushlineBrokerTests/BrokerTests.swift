@@ -156,7 +156,7 @@ struct BrokerTests {
 
   /// A retry arriving while its original is being committed (the acknowledgement seemed slow)
   /// waits for the original's answer instead of being applied a second time.
-  @Test func aRetryDuringItsOriginalsCommitIsNotAppliedAgain() async throws {
+  @Test(.timeLimit(.minutes(1))) func aRetryDuringItsOriginalsCommitIsNotAppliedAgain() async throws {
     let storage = CountingStorage()
     storage.holdCommits()
     let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))

@@ -13,6 +13,7 @@ struct CompletingHandlerTests {
   static let later = "/test.Completing/Later"
   static let now = "/test.Completing/Now"
   static let held = "/test.Completing/Held"
+  static let twice = "/test.Completing/Twice"
 
   /// Holds the completions of `held` calls until the test answers them.
   final class Held: Sendable {
@@ -21,8 +22,9 @@ struct CompletingHandlerTests {
   }
 
   /// A server whose `later` answers from a Dispatch thread (the value uppercased, or
-  /// FAILED_PRECONDITION for the value "fail"), whose `now` answers at once on the loop, and
-  /// whose `held` answers only when the test says so.
+  /// FAILED_PRECONDITION for the value "fail"), whose `now` answers at once on the loop, whose
+  /// `held` answers only when the test says so, and whose `twice` answers "first" from another
+  /// thread and then, once that answer is on its way, "second" on the loop.
   static func withServer(held: Held = Held(), _ body: (Int) async throws -> Void) async throws {
     var router = RPCRouter()
     router.registerUnary(later, request: MetadataEntry.self, response: MetadataEntry.self) { request, _, completion in
@@ -37,11 +39,19 @@ struct CompletingHandlerTests {
     }
     router.registerUnary(now, request: MetadataEntry.self, response: MetadataEntry.self) { request, _, completion in
       completion.complete(with: .success(request))
-      completion.fail(RPCError(code: .internal, message: "a second answer, to be dropped"))
     }
     router.registerUnary(Self.held, request: MetadataEntry.self, response: MetadataEntry.self) { _, _, completion in
       held.completions.withLock { $0.append(completion) }
       held.arrived.yield()
+    }
+    router.registerUnary(twice, request: MetadataEntry.self, response: MetadataEntry.self) { _, _, completion in
+      let posted = DispatchSemaphore(value: 0)
+      DispatchQueue.global().async {
+        completion.succeed(MetadataEntry(key: "first"))
+        posted.signal()
+      }
+      posted.wait()  // holds the loop for as long as the other thread takes to answer
+      completion.succeed(MetadataEntry(key: "second"))
     }
     try await RPCServer(router: router, configuration: .init(port: 0)).withRunningServer { address in
       try await body(address.port!)
@@ -50,7 +60,7 @@ struct CompletingHandlerTests {
 
   /// Many calls in flight on one connection, answered from other threads in any order, each
   /// get their own answer; failures arrive as their statuses.
-  @Test func answersFromOtherThreadsReachTheirOwnCalls() async throws {
+  @Test(.timeLimit(.minutes(1))) func answersFromOtherThreadsReachTheirOwnCalls() async throws {
     try await Self.withServer { port in
       try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -73,9 +83,22 @@ struct CompletingHandlerTests {
     }
   }
 
-  /// An answer given on the loop itself goes out at once; only the first answer counts; a
-  /// request that does not decode ends the call with INVALID_ARGUMENT before the handler runs.
-  @Test func theFirstAnswerCountsAndBadRequestsAreRefused() async throws {
+  /// Only a call's first answer counts, even when it comes from another thread and a second
+  /// one is given on the connection's loop before the first has reached it.
+  @Test(.timeLimit(.minutes(1))) func theFirstAnswerCountsWhereverItComesFrom() async throws {
+    try await Self.withServer { port in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+        for _ in 0..<20 {
+          let response = try await connection.unary(Self.twice, request: MetadataEntry(key: "k"), response: MetadataEntry.self)
+          #expect(response.key == "first")
+        }
+      }
+    }
+  }
+
+  /// An answer given on the loop itself goes out at once; a request that does not decode ends
+  /// the call with INVALID_ARGUMENT before the handler runs, and the connection goes on.
+  @Test(.timeLimit(.minutes(1))) func badRequestsAreRefusedAndTheConnectionGoesOn() async throws {
     try await Self.withServer { port in
       try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
         let response = try await connection.unary(Self.now, request: MetadataEntry(key: "k"), response: MetadataEntry.self)
@@ -90,7 +113,7 @@ struct CompletingHandlerTests {
   }
 
   /// A call whose deadline passes before its answer ends with DEADLINE_EXCEEDED; the late
-  /// answer is dropped, and the connection goes on serving.
+  /// answer changes nothing, and the connection goes on serving.
   @Test(.timeLimit(.minutes(1))) func aLateAnswerIsDropped() async throws {
     let held = Held()
     try await Self.withServer(held: held) { port in

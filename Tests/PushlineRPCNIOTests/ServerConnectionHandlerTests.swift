@@ -79,6 +79,19 @@ struct ServerConnectionHandlerTests {
 
   /// A stream's writer goes on while the channel is writable, waits from the write that finds
   /// it full until it is writable again, then finishes.
+  /// A connection that closes lets go of its handler (and so of its calls and buffers), even
+  /// though the handler's answer inbox points back at it.
+  @Test func aClosedConnectionLetsGoOfItsHandler() throws {
+    weak var released: ServerConnectionHandler?
+    do {
+      let (channel, _) = try Self.channel()
+      released = try channel.pipeline.syncOperations.handler(type: ServerConnectionHandler.self)
+      #expect(released != nil)
+      _ = try channel.finish()
+    }
+    #expect(released == nil)
+  }
+
   @Test func aStreamingWriterWaitsWhileTheChannelIsNotWritable() throws {
     let written = WriteCount()
     let (channel, _) = try Self.channel(written: written)
