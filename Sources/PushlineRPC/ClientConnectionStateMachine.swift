@@ -69,15 +69,23 @@ public struct ClientConnectionStateMachine: Sendable {
     var messages = MessageReassembly()
   }
 
-  private enum State: Sendable {
+  private enum State: OpenPhaseState, Sendable {
     case idle
     case awaitingPreface
     case awaitingHello
     case open(Open)
     /// The open connection's tables are out of `state`, being changed in place (see
-    /// ``takeOpen()``).
+    /// ``OpenPhaseState``).
     case updating
     case closed
+
+    var openPhase: Open? {
+      if case .open(let open) = self { open } else { nil }
+    }
+
+    var isUpdating: Bool {
+      if case .updating = self { true } else { false }
+    }
   }
 
   private let configuration: Configuration
@@ -113,9 +121,9 @@ public struct ClientConnectionStateMachine: Sendable {
     // The common case first, outside the switch: a switch over `(state, element)` would hold a
     // copy of the open state, and changing it in place would then copy its tables.
     if case .open = state, case .frame(let frame) = element {
-      guard var open = takeOpen() else { return [] }
+      guard var open = state.takeOpen() else { return [] }
       let actions = received(frame, open: &open)
-      restore(open)
+      state.restore(open)
       return actions
     }
     switch (state, element) {
@@ -218,8 +226,8 @@ public struct ClientConnectionStateMachine: Sendable {
   /// start on this connection (not ready yet, going away, closed): the caller's call is then
   /// UNAVAILABLE, to retry on another connection.
   public mutating func startCall(_ start: CallStart) -> (callID: UInt32?, actions: [Action]) {
-    guard var open = takeOpen() else { return (nil, []) }
-    defer { restore(open) }
+    guard var open = state.takeOpen() else { return (nil, []) }
+    defer { state.restore(open) }
     guard open.lastServedCallID == nil else { return (nil, []) }
     let callID = open.nextCallID
     open.nextCallID += 1
@@ -242,8 +250,8 @@ public struct ClientConnectionStateMachine: Sendable {
 
   /// Abandons a call: CANCEL to the server, CANCELLED to the caller.
   public mutating func cancel(callID: UInt32) -> [Action] {
-    guard var open = takeOpen() else { return [] }
-    defer { restore(open) }
+    guard var open = state.takeOpen() else { return [] }
+    defer { state.restore(open) }
     guard open.calls.remove(callID) != nil else { return [] }
     open.messages.discard(callID: callID)
     return [.write([.frame(Frame(kind: .cancel, callID: callID))]), finish(callID, .cancelled, "cancelled by the client")]
@@ -257,21 +265,6 @@ public struct ClientConnectionStateMachine: Sendable {
   }
 
   // MARK: Helpers
-
-  /// The open connection's state, taken out of `state` so that it is changed in place: held
-  /// only by the caller, its tables are not copied on write (a copy of the calls table per
-  /// frame would cost as much as the call itself). Give it back with ``restore(_:)``; `nil`
-  /// when the connection is not open.
-  private mutating func takeOpen() -> Open? {
-    guard case .open(let open) = state else { return nil }
-    state = .updating
-    return open
-  }
-
-  /// Puts back what ``takeOpen()`` took, unless the connection closed meanwhile.
-  private mutating func restore(_ open: Open) {
-    if case .updating = state { state = .open(open) }
-  }
 
   private mutating func closeIfDrained(_ open: Open) -> [Action] {
     guard open.lastServedCallID != nil, open.calls.isEmpty else { return [] }

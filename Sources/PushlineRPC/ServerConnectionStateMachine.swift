@@ -86,10 +86,18 @@ public struct ServerConnectionStateMachine: Sendable {
     var messages = MessageReassembly()
   }
 
-  private enum State: Sendable {
+  private enum State: OpenPhaseState, Sendable {
     /// `updating`: the open connection's tables are out of `state`, being changed in place
-    /// (see ``takeOpen()``).
+    /// (see ``OpenPhaseState``).
     case awaitingPreface, awaitingHello, open(Open), updating, closed
+
+    var openPhase: Open? {
+      if case .open(let open) = self { open } else { nil }
+    }
+
+    var isUpdating: Bool {
+      if case .updating = self { true } else { false }
+    }
   }
 
   /// The highest protocol version this implementation speaks.
@@ -119,9 +127,9 @@ public struct ServerConnectionStateMachine: Sendable {
     // The common case first, outside the switch: a switch over `(state, element)` would hold a
     // copy of the open state, and changing it in place would then copy its tables.
     if case .open = state, case .frame(let frame) = element {
-      guard var open = takeOpen() else { return [] }
+      guard var open = state.takeOpen() else { return [] }
       let actions = received(frame, open: &open)
-      restore(open)
+      state.restore(open)
       return actions
     }
     switch (state, element) {
@@ -300,8 +308,8 @@ public struct ServerConnectionStateMachine: Sendable {
 
   /// A handler finished: send its status, which ends the call.
   public mutating func finishCall(callID: UInt32, status: CallStatus) -> [Action] {
-    guard var open = takeOpen() else { return [] }
-    defer { restore(open) }
+    guard var open = state.takeOpen() else { return [] }
+    defer { state.restore(open) }
     guard open.calls.removeValue(forKey: callID) != nil else { return [] }
     open.messages.discard(callID: callID)
     let frame = ConnectionElement.frame(Frame(kind: .status, callID: callID, payload: status.serializedBytes()))
@@ -333,21 +341,6 @@ public struct ServerConnectionStateMachine: Sendable {
   }
 
   // MARK: Helpers
-
-  /// The open connection's state, taken out of `state` so that it is changed in place: held
-  /// only by the caller, its tables are not copied on write (a copy of the calls table per
-  /// frame would cost as much as the call itself). Give it back with ``restore(_:)``; `nil`
-  /// when the connection is not open.
-  private mutating func takeOpen() -> Open? {
-    guard case .open(let open) = state else { return nil }
-    state = .updating
-    return open
-  }
-
-  /// Puts back what ``takeOpen()`` took, unless the connection closed meanwhile.
-  private mutating func restore(_ open: Open) {
-    if case .updating = state { state = .open(open) }
-  }
 
   private mutating func closeIfDrained(_ open: Open, after elements: [ConnectionElement]) -> [Action] {
     guard open.lastServedCallID != nil, open.calls.isEmpty else { return [] }

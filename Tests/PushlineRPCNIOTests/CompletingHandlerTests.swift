@@ -63,18 +63,7 @@ struct CompletingHandlerTests {
   @Test(.timeLimit(.minutes(1))) func answersFromOtherThreadsReachTheirOwnCalls() async throws {
     try await Self.withServer { port in
       try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
-        try await withThrowingTaskGroup(of: Void.self) { group in
-          for index in 0..<64 {
-            group.addTask {
-              var request = MetadataEntry(key: "\(index)")
-              request.value = "value \(index)"
-              let response = try await connection.unary(Self.later, request: request, response: MetadataEntry.self)
-              #expect(response.key == "\(index)")
-              #expect(response.value == "VALUE \(index)")
-            }
-          }
-          try await group.waitForAll()
-        }
+        try await expectConcurrentUppercasingCalls(Self.later, on: connection)
         var failing = MetadataEntry(key: "f")
         failing.value = "fail"
         await #expect { try await connection.unary(Self.later, request: failing, response: MetadataEntry.self) }

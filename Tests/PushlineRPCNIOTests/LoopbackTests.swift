@@ -162,17 +162,7 @@ struct LoopbackTests {
   @Test func manyConcurrentCallsShareOneConnection() async throws {
     try await Self.withServer { port in
       try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
-        try await withThrowingTaskGroup(of: Void.self) { group in
-          for index in 0..<64 {
-            group.addTask {
-              var request = MetadataEntry(key: "\(index)")
-              request.value = "v\(index)"
-              let response = try await connection.unary(Self.echo, request: request, response: MetadataEntry.self)
-              #expect(response.key == "\(index)" && response.value == "V\(index)")
-            }
-          }
-          try await group.waitForAll()
-        }
+        try await expectConcurrentUppercasingCalls(Self.echo, on: connection)
       }
     }
   }
