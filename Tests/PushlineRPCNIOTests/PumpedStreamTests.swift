@@ -61,9 +61,9 @@ struct PumpedStreamTests {
     }
   }
 
-  /// More streams than one job of the loop's scheduler pulls (`PumpScheduler.pullsPerJob`),
-  /// all woken together, each carried to its end: the pumps left for later jobs are pulled.
-  @Test(.timeLimit(.minutes(1))) func moreStreamsThanOnePullJobAllComplete() async throws {
+  /// Many streams of one connection, woken together and again while their loop's pump
+  /// scheduler pulls them, each carried to its end: no pump's wake is lost in the batching.
+  @Test(.timeLimit(.minutes(1))) func manyStreamsWokenTogetherAllComplete() async throws {
     var router = RPCRouter()
     router.registerServerStreaming(Self.method, request: MetadataEntry.self, response: MetadataEntry.self) { request, writer, _ in
       let numbers = Numbers(total: Int(request.value ?? "0") ?? 0, batch: 3)
