@@ -334,8 +334,6 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private func gracePeriodEnded() {
     for (callID, call) in calls {
       stopHandler(of: callID)
-      // A task ends its call when it returns; a pumped stream, a completing handler still to
-      // answer and a call whose request never finished arriving end here.
       if call.pump != nil || call.task == nil {
         finish(callID: callID, status: RPCError(code: .unavailable, message: "the server has shut down").status)
       }

@@ -101,4 +101,34 @@ struct GracefulShutdownTests {
     }
     try await server.value
   }
+
+  /// A completing handler that never answers does not hold the shutdown open: at the end of
+  /// the grace period its call ends with UNAVAILABLE, and the server stops.
+  @Test(.timeLimit(.minutes(1))) func unansweredCompletingCallsEndWithTheGracePeriod() async throws {
+    let (started, reportStart) = AsyncStream<Void>.makeStream()
+    var router = RPCRouter()
+    router.registerUnary("/test.Slow/Unanswered", request: MetadataEntry.self, response: MetadataEntry.self) { _, _, _ in
+      reportStart.yield()
+    }
+    let (ports, reportPort) = AsyncStream<Int>.makeStream()
+    let (stop, stopServer) = AsyncStream<Void>.makeStream()
+    let server = Task {
+      try await RPCServer(router: router, configuration: .init(port: 0, gracePeriod: .milliseconds(50))).withRunningServer { address in
+        reportPort.yield(address.port!)
+        for await _ in stop { break }
+      }
+    }
+    var portIterator = ports.makeAsyncIterator()
+    let port = try #require(await portIterator.next())
+    try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+      let unanswered = Task {
+        try await connection.unary("/test.Slow/Unanswered", request: MetadataEntry(key: "k"), response: MetadataEntry.self)
+      }
+      var startedIterator = started.makeAsyncIterator()
+      await startedIterator.next()
+      stopServer.yield()
+      await #expect { try await unanswered.value } throws: { ($0 as? RPCError)?.code == .unavailable }
+    }
+    try await server.value
+  }
 }
