@@ -21,8 +21,13 @@ extension Broker {
   /// ``publish(_:for:)`` without a task: `completion` gets the offsets once the changes are
   /// durable (called by the commit, on its thread) or the error (at once, for a request that
   /// fails validation) — for a transport that answers a call from a callback.
+  ///
+  /// When no commit is running, this publish starts one, on `executor` if given. A transport
+  /// passes its connection's event loop: the commit then begins once the loop has handled the
+  /// publishes it read with this one, so a burst is committed (and fanned out) together, and
+  /// with the in-memory storage it runs without waking another thread.
   public func publish(
-    _ request: PublishRequest, for principal: Principal,
+    _ request: PublishRequest, for principal: Principal, committingOn executor: (any TaskExecutor)? = nil,
     completion: @escaping @Sendable (Result<PublishResponse, RPCError>) -> Void
   ) {
     do throws(RPCError) {
@@ -73,7 +78,7 @@ extension Broker {
     switch next {
     case .answered(let response): completion(.success(response))
     case .queued: break
-    case .commit: Task { await self.commitPending() }
+    case .commit: Task(executorPreference: executor) { await self.commitPending() }
     }
   }
 

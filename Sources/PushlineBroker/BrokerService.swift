@@ -12,15 +12,25 @@ public enum BrokerService {
   /// The pull method's name.
   public static let getCardsMethod = "/pushline.Tracker/GetCards"
 
+  /// The limits a broker's connections announce: the protocol's frame and message sizes, and
+  /// 4,096 concurrent calls instead of 100, so that one publisher can keep thousands of
+  /// publishes in flight. Each waits for its group commit, so the window, not the broker, would
+  /// otherwise cap a publisher at a window per commit; and the commits it fills batch the
+  /// fan-out. A client still announces its own limit, and the smaller one holds.
+  public static let connectionLimits = ConnectionLimits(
+    maxFrameSize: ConnectionLimits.defaults.maxFrameSize, maxMessageSize: ConnectionLimits.defaults.maxMessageSize,
+    maxConcurrentCalls: 4_096)
+
   /// Adds the broker's methods to `router`.
   public static func register(_ broker: Broker, authority: TokenAuthority, in router: inout RPCRouter) {
     // Publishes run without a task: on the connection's event loop up to the commit, whose
-    // callback answers them (a task only for a token not verified yet).
+    // callback answers them (a task only for a token not verified yet). A commit they start
+    // runs on that loop too, after the publishes read with them.
     router.registerUnary(publishMethod, request: PublishRequest.self, response: PublishResponse.self) {
       request, context, completion in
       do throws(RPCError) {
         if let principal = try authority.verifiedPrincipal(context.peer.authToken) {
-          return broker.publish(request, for: principal, completion: completion.complete(with:))
+          return broker.publish(request, for: principal, committingOn: context.executor, completion: completion.complete(with:))
         }
       } catch {
         return completion.fail(error)
@@ -28,7 +38,7 @@ public enum BrokerService {
       Task {
         do throws(RPCError) {
           let principal = try await authority.authenticate(context.peer.authToken)
-          broker.publish(request, for: principal, completion: completion.complete(with:))
+          broker.publish(request, for: principal, committingOn: context.executor, completion: completion.complete(with:))
         } catch {
           completion.fail(error)
         }

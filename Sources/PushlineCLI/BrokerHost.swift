@@ -36,8 +36,8 @@ struct BrokerHost {
     let server = RPCServer(
       router: router,
       configuration: .init(
-        host: host, port: port, gracePeriod: gracePeriod, lameDuckPeriod: lameDuckPeriod,
-        maxConnectionsPerSecond: maxConnectionsPerSecond))
+        host: host, port: port, connection: .init(limits: BrokerService.connectionLimits), gracePeriod: gracePeriod,
+        lameDuckPeriod: lameDuckPeriod, maxConnectionsPerSecond: maxConnectionsPerSecond))
     return try await withThrowingTaskGroup(of: Void.self) { group in
       // The periodic duties (watermarks, expired tokens) go on until the last connection closes.
       group.addTask { await broker.run() }

@@ -11,12 +11,17 @@ public struct ServerContext: Sendable {
   public var metadata: [MetadataEntry]
   /// The client's deadline as a timeout from the call's start, if it set one.
   public var timeout: Duration?
+  /// Where the call's connection runs (its event loop, in the NIO transport), for work a
+  /// handler starts on the call's behalf: a task that prefers it runs after the requests read
+  /// with this one and without a thread hop. `nil` when the transport offers none.
+  public var executor: (any TaskExecutor)?
 
   /// A context; transports create these.
-  public init(peer: ServerConnectionStateMachine.Peer, start: CallStart) {
+  public init(peer: ServerConnectionStateMachine.Peer, start: CallStart, executor: (any TaskExecutor)? = nil) {
     self.peer = peer
     method = start.method
     metadata = start.metadata
     timeout = start.timeoutMillis.map { .milliseconds($0) }
+    self.executor = executor
   }
 }

@@ -258,7 +258,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     guard let (_, implementation) = router.handler(for: start.method) else {
       return finish(callID: callID, status: RPCError(code: .unimplemented, message: "no method \(start.method)").status)
     }
-    let serverContext = ServerContext(peer: peer, start: start)
+    let serverContext = ServerContext(peer: peer, start: start, executor: executor)
     var call = Call(opening: Opening(context: serverContext, implementation: implementation))
     if let timeout = serverContext.timeout {
       // The deadline runs from the call's start, whatever the handler is doing.

@@ -203,6 +203,30 @@ struct BrokerTests {
     }
   }
 
+  /// A transport passes its event loop: the commit starts there once the publishes read in
+  /// the same burst have all been handed over, and takes them all.
+  @Test func aCommitStartedOnAnExecutorTakesThePublishesMadeBeforeItRuns() async throws {
+    let storage = CountingStorage()
+    let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+    let subscription = try broker.subscribe("t")
+    _ = try ready(subscription)  // the empty snapshot
+    let executor = QueuedTaskExecutor()
+    let answers = Mutex<[Result<PublishResponse, RPCError>]>([])
+    for index in 1...3 {
+      broker.publish(
+        PublishRequest(topic: "t", changes: [CardChange(upserting: card("c\(index)", 1))]), for: publisher,
+        committingOn: executor
+      ) { answer in answers.withLock { $0.append(answer) } }
+    }
+    #expect(executor.queuedCount == 1)
+    #expect(storage.commits.withLock { $0 } == 0)
+    #expect(answers.withLock { $0.isEmpty })
+    executor.runQueuedJobs()
+    #expect(storage.commits.withLock { $0 } == 1)
+    #expect(try answers.withLock { $0 }.map { try $0.get().firstOffset } == [1, 2, 3])
+    #expect(try ready(subscription).flatMap(\.changes).compactMap(\.offset) == [1, 2, 3])
+  }
+
   @Test func watermarksConfirmFreshnessWhenNothingChanges() async throws {
     let broker = try await makeBroker { $0.watermarkInterval = .seconds(30) }
     try await broker.publish("t", [card("a", 1)])

@@ -1,10 +1,12 @@
 import NIOCore
 import PushlineBroker
+import PushlineRPC
 import ServiceLifecycleTestKit
 import Synchronization
 import Testing
 
 @testable import PushlineCLI
+@testable import PushlineRPCNIO
 
 @Suite("The broker as a service")
 struct BrokerHostServiceTests {
@@ -25,5 +27,22 @@ struct BrokerHostServiceTests {
       try await service.run()
     }
     #expect(events.withLock { $0 } == ["serving", "stopping"])
+  }
+
+  /// A publisher may keep thousands of publishes in flight on one connection: the broker
+  /// announces its own concurrent-call limit, not the protocol's default of 100.
+  @Test func theBrokerAnnouncesItsConcurrentCallLimit() async throws {
+    let brokerHost = BrokerHost(
+      storage: InMemoryBrokerStorage(), configuration: BrokerConfiguration(),
+      secret: Array("0123456789abcdef0123456789abcdef".utf8), host: "127.0.0.1", port: 0)
+    let agreed = try await brokerHost.run { running in
+      var configuration = ClientConnectionStateMachine.Configuration(compressions: [])
+      configuration.limits.maxConcurrentCalls = 100_000
+      return try await RPCClient.withConnection(host: "127.0.0.1", port: running.address.port!, configuration: configuration) {
+        try await $0.ready().limits
+      }
+    }
+    #expect(agreed == BrokerService.connectionLimits)
+    #expect(agreed.maxConcurrentCalls == 4_096)
   }
 }

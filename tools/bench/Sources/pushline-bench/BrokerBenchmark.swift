@@ -19,7 +19,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
   @Option(help: "Idle subscriber connections in (c).") var idleConnections = 10_000
   @Option(help: "Updates per second in (d).") var rate = 50_000
   @Option(help: "Seconds of publishing in (d).") var rateSeconds = 10
-  @Option(help: "Pushline publishes in flight on the publisher's connection (the server allows 100).") var window = 64
+  @Option(help: "Pushline publishes in flight on the publisher's connection (the broker allows 4,096).") var window = 4_096
   @Option(help: "Card changes per Pushline PublishRequest (distinct cards of one topic).") var changesPerPublish = 1
   @Option(help: "Distinct cards per topic, updated in turn.") var cardsPerTopic = 8
   @Option(help: "Scenarios to run: fanout, broadcast, idle, latency (comma-separated).") var scenarios = "fanout,broadcast,idle,latency"
@@ -41,7 +41,9 @@ struct BrokerBenchmark: AsyncParsableCommand {
     guard changesPerPublish >= 1, changesPerPublish <= cardsPerTopic else {
       throw ValidationError("--changes-per-publish must be 1…--cards-per-topic (the cards of one request are distinct)")
     }
-    guard (1...100).contains(window) else { throw ValidationError("--window must be 1…100 (the server's concurrent-call limit)") }
+    guard (1...BrokerService.connectionLimits.maxConcurrentCalls).contains(window) else {
+      throw ValidationError("--window must be 1…\(BrokerService.connectionLimits.maxConcurrentCalls) (the broker's concurrent-call limit)")
+    }
     guard subscribers > 0, updates > 0, idleConnections > 0, rate > 0, rateSeconds > 0, runs > 0 else {
       throw ValidationError("sizes must be positive")
     }

@@ -6,8 +6,8 @@ import PushlineRPCNIO
 
 /// `pushline-bench broker-server`: one broker in a child process — Pushline's (as
 /// `pushline serve` builds it: `Broker`, `TokenAuthority`, `BrokerService` on an `RPCServer`
-/// with default settings) or nats-server (started as this process's own child, with its
-/// defaults). Prints `PORT p PID pid` (the pid whose memory and CPU to read), then serves until
+/// with default settings and the broker's connection limits) or nats-server (started as this
+/// process's own child, with its defaults). Prints `PORT p PID pid` (the pid whose memory and CPU to read), then serves until
 /// its standard input closes or its parent dies.
 struct BrokerBenchmarkServer: AsyncParsableCommand {
   static let configuration = CommandConfiguration(commandName: "broker-server", shouldDisplay: false)
@@ -38,7 +38,8 @@ struct BrokerBenchmarkServer: AsyncParsableCommand {
     let authority = try await TokenAuthority(secret: secret, nowMillis: configuration.nowMillis)
     var router = RPCRouter()
     BrokerService.register(broker, authority: authority, in: &router)
-    try await RPCServer(router: router, configuration: .init(port: 0)).withRunningServer { address in
+    let connection = ServerConnectionStateMachine.Configuration(limits: BrokerService.connectionLimits)
+    try await RPCServer(router: router, configuration: .init(port: 0, connection: connection)).withRunningServer { address in
       await withDiscardingTaskGroup { group in
         group.addTask { await broker.run() }
         FileHandle.standardOutput.write(Data("PORT \(address.port!) PID \(getpid())\n".utf8))

@@ -50,7 +50,7 @@ struct PublishPlan: Sendable {
   /// Distinct card IDs per topic, updated in turn.
   var cardsPerTopic = 8
   /// Pushline publishes in flight on the connection at most.
-  var window = 64
+  var window = 4_096
   /// Publishes per second, or `nil` for as fast as the broker takes them.
   var rate: Double?
 

@@ -15,6 +15,7 @@ enum PushlineLoadClient {
   static func configuration(token: String) -> ClientConnectionStateMachine.Configuration {
     var configuration = ClientConnectionStateMachine.Configuration(compressions: [], authToken: token)
     configuration.userAgent = "pushline-bench"
+    configuration.limits = BrokerService.connectionLimits
     return configuration
   }
 
