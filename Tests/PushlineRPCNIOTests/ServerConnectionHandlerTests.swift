@@ -14,6 +14,7 @@ import Testing
 struct ServerConnectionHandlerTests {
   static let stream = "/test.Stream/Count"
   static let echo = "/test.Echo/Echo"
+  static let later = "/test.Later/Echo"
 
   /// Counts the flushes that reach the head of the pipeline.
   final class FlushCounter: ChannelOutboundHandler {
@@ -33,10 +34,21 @@ struct ServerConnectionHandlerTests {
     func increment() { count.withLock { $0 += 1 } }
   }
 
-  /// A connected channel serving a stream of `value` responses and an echo, past its handshake;
-  /// `written` counts the responses the stream's handler has written.
-  static func channel(written: WriteCount? = nil) throws -> (EmbeddedChannel, FlushCounter) {
+  /// The calls of a completing handler that answers later, with their requests.
+  final class HeldCalls: Sendable {
+    let calls = Mutex<[(MetadataEntry, UnaryCompletion<MetadataEntry>)]>([])
+  }
+
+  /// A connected channel serving a stream of `value` responses, an echo, and an echo answered
+  /// later (its requests and completions go to `held`), past its handshake; `written` counts the
+  /// responses the stream's handler has written.
+  static func channel(
+    written: WriteCount? = nil, held: HeldCalls? = nil
+  ) throws -> (EmbeddedChannel, FlushCounter) {
     var router = RPCRouter()
+    router.registerUnary(later, request: MetadataEntry.self, response: MetadataEntry.self) { request, _, completion in
+      held?.calls.withLock { $0.append((request, completion)) }
+    }
     router.registerServerStreaming(stream, request: MetadataEntry.self, response: MetadataEntry.self) { request, writer, _ in
       for number in 1...(Int(request.value ?? "0") ?? 0) {
         try await writer.write(MetadataEntry(key: "\(number)"))
@@ -124,6 +136,28 @@ struct ServerConnectionHandlerTests {
       }
     }
     channel.pipeline.syncOperations.fireChannelReadComplete()
+    channel.embeddedEventLoop.run()
+    #expect(counter.flushes == flushesBefore + 1)
+    var frames: [Frame] = []
+    while let frame = try Self.readFrame(channel) { frames.append(frame) }
+    #expect(frames.map(\.kind) == [.message, .status, .message, .status, .message, .status])
+    #expect(frames.map(\.callID) == [1, 1, 2, 2, 3, 3])
+  }
+
+  /// Completions given on the loop in one job (a commit answering its publishes) leave in one
+  /// flush, not one each.
+  @Test func answersGivenTogetherOnTheLoopAreFlushedOnce() throws {
+    let held = HeldCalls()
+    let (channel, counter) = try Self.channel(held: held)
+    for callID: UInt32 in 1...3 {
+      for element in Self.call(callID, Self.later, value: "\(callID)") { try channel.writeInbound(element) }
+    }
+    channel.embeddedEventLoop.run()
+    #expect(held.calls.withLock { $0.count } == 3)
+    let flushesBefore = counter.flushes
+    channel.embeddedEventLoop.execute {
+      for (request, completion) in held.calls.withLock({ $0 }) { completion.succeed(request) }
+    }
     channel.embeddedEventLoop.run()
     #expect(counter.flushes == flushesBefore + 1)
     var frames: [Frame] = []
