@@ -60,6 +60,7 @@ struct BrokerReport {
       Row(scenario: .latency, label: "publishes/s achieved", value: key("achievedRate"), format: rate),
       Row(scenario: .latency, label: "coalesced", value: key("coalesced"), format: count),
       Row(scenario: .latency, label: "broker CPU per delivery", value: perDelivery("brokerCPUSeconds"), format: micros),
+      Row(scenario: .latency, label: "load generator CPU per delivery", value: perDelivery("loadCPUSeconds"), format: micros),
     ]
     return rows
   }
