@@ -25,7 +25,9 @@ extension Broker {
   /// When no commit is running, this publish starts one, on `executor` if given. A transport
   /// passes its connection's event loop: the commit then begins once the loop has handled the
   /// publishes it read with this one, so a burst is committed (and fanned out) together, and
-  /// with the in-memory storage it runs without waking another thread.
+  /// with the in-memory storage it runs without waking another thread. That first batch — its
+  /// apply, its fan-out to every subscriber's queue, its answers — holds the loop meanwhile;
+  /// later batches run on the global executor (see `commitPending()`).
   public func publish(
     _ request: PublishRequest, for principal: Principal, committingOn executor: (any TaskExecutor)? = nil,
     completion: @escaping @Sendable (Result<PublishResponse, RPCError>) -> Void
@@ -123,29 +125,44 @@ extension Broker {
   }
 
   /// Commits everything pending, batch after batch, until nothing is left; one runs at a time.
+  ///
+  /// The first batch runs where the committing started (a publishing connection's event loop,
+  /// after its read burst). The batches after it, which exist only while publishes keep coming
+  /// from elsewhere, run on the global executor: an event loop runs every job queued during
+  /// its turn before it reads again, so a committer that stayed would keep that loop from its
+  /// sockets for as long as other connections kept it busy.
   private func commitPending() async {
-    let clock = ContinuousClock()
-    while let (batch, publishes) = takePendingBatch() {
-      let started = clock.now
-      do {
-        try await storage.commit(batch)
-        let elapsed = (clock.now - started).components
-        configuration.metrics.commitDuration.recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
-        configuration.metrics.commitSize.record(publishes.count)
-      } catch {
-        configuration.metrics.failedCommits.increment()
-        configuration.logger.error("commit failed", metadata: ["publishes": "\(publishes.count)", "error": "\(error)"])
-        let failure = RPCError(
-          code: .unavailable, message: "the publish could not be stored: \(error)", retryAfterMillis: 1000)
-        let failed = intake.withLock { intake in
-          defer { intake.committing = [] }
-          return intake.committing
-        }
-        for publish in failed { for waiter in publish.waiters { waiter.completion(.failure(failure)) } }
-        continue
-      }
-      applyCommitted(batch, publishes)
+    guard await commitNextBatch() else { return }
+    await withTaskExecutorPreference(globalConcurrentExecutor) {
+      while await commitNextBatch() {}
     }
+  }
+
+  /// Commits what is pending, applies it and answers its publishers (or fails them); `false`
+  /// when nothing was pending, which ends the committing.
+  private func commitNextBatch() async -> Bool {
+    guard let (batch, publishes) = takePendingBatch() else { return false }
+    let clock = ContinuousClock()
+    let started = clock.now
+    do {
+      try await storage.commit(batch)
+      let elapsed = (clock.now - started).components
+      configuration.metrics.commitDuration.recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
+      configuration.metrics.commitSize.record(publishes.count)
+    } catch {
+      configuration.metrics.failedCommits.increment()
+      configuration.logger.error("commit failed", metadata: ["publishes": "\(publishes.count)", "error": "\(error)"])
+      let failure = RPCError(
+        code: .unavailable, message: "the publish could not be stored: \(error)", retryAfterMillis: 1000)
+      let failed = intake.withLock { intake in
+        defer { intake.committing = [] }
+        return intake.committing
+      }
+      for publish in failed { for waiter in publish.waiters { waiter.completion(.failure(failure)) } }
+      return true
+    }
+    applyCommitted(batch, publishes)
+    return true
   }
 
   /// Takes what is pending for the next commit (under the intake's lock, briefly), and builds

@@ -13,10 +13,12 @@ public enum BrokerService {
   public static let getCardsMethod = "/pushline.Tracker/GetCards"
 
   /// The limits a broker's connections announce: the protocol's frame and message sizes, and
-  /// 4,096 concurrent calls instead of 100, so that one publisher can keep thousands of
-  /// publishes in flight. Each waits for its group commit, so the window, not the broker, would
-  /// otherwise cap a publisher at a window per commit; and the commits it fills batch the
-  /// fan-out. A client still announces its own limit, and the smaller one holds.
+  /// 4,096 concurrent calls instead of 100 (for every method), so that one publisher can keep
+  /// thousands of publishes in flight. Each waits for its group commit, so the window, not the
+  /// broker, would otherwise cap a publisher at a window per commit; and the commits it fills
+  /// batch the fan-out. A client still announces its own limit, and the smaller one holds. The
+  /// memory many calls can pin is bounded per connection by
+  /// `ServerConnectionStateMachine.Configuration.maxBufferedRequestBytes`, not by this limit.
   public static let connectionLimits = ConnectionLimits(
     maxFrameSize: ConnectionLimits.defaults.maxFrameSize, maxMessageSize: ConnectionLimits.defaults.maxMessageSize,
     maxConcurrentCalls: 4_096)

@@ -40,6 +40,8 @@ public struct MessageReassembly: Sendable {
   }
 
   private var unfinished: [UInt32: [UInt8]] = [:]
+  /// The bytes of the unfinished messages together.
+  public private(set) var bufferedBytes = 0
 
   /// An empty reassembly.
   public init() {}
@@ -54,10 +56,12 @@ public struct MessageReassembly: Sendable {
       return .complete(flag: flag, message: Array(frame.payload.dropFirst()))
     }
     var bytes = unfinished.removeValue(forKey: frame.callID) ?? []
+    bufferedBytes -= bytes.count
     bytes.append(contentsOf: frame.payload)
     guard bytes.count - 1 <= limit else { return .tooLarge(bytes: bytes.count - 1) }
     guard !more else {
       unfinished[frame.callID] = bytes
+      bufferedBytes += bytes.count
       return .incomplete
     }
     guard let flag = bytes.first else { return .malformed }
@@ -71,6 +75,6 @@ public struct MessageReassembly: Sendable {
 
   /// Forgets the unfinished message of a call that has ended.
   public mutating func discard(callID: UInt32) {
-    unfinished[callID] = nil
+    bufferedBytes -= unfinished.removeValue(forKey: callID)?.count ?? 0
   }
 }

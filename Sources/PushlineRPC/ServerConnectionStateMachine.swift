@@ -32,16 +32,23 @@ public struct ServerConnectionStateMachine: Sendable {
     public var keepaliveIntervalMillis: UInt32?
     /// Pings tolerated in a row without call activity before the peer is cut off.
     public var pingBudget: Int
+    /// The request bytes a connection may make the server hold at once: messages still
+    /// arriving frame by frame, and requests of calls the client has not half-closed yet. Each
+    /// call may hold a message of the agreed size; this bounds them together, so that many
+    /// concurrent calls cannot multiply the message limit. A frame that would pass it ends its
+    /// call with RESOURCE_EXHAUSTED.
+    public var maxBufferedRequestBytes: Int
 
     /// A configuration; the defaults suit most servers.
     public init(
       limits: ConnectionLimits = .defaults, compressions: [Compression] = [.deflate],
-      keepaliveIntervalMillis: UInt32? = 30_000, pingBudget: Int = 10
+      keepaliveIntervalMillis: UInt32? = 30_000, pingBudget: Int = 10, maxBufferedRequestBytes: Int = 16 << 20
     ) {
       self.limits = limits
       self.compressions = compressions
       self.keepaliveIntervalMillis = keepaliveIntervalMillis
       self.pingBudget = pingBudget
+      self.maxBufferedRequestBytes = maxBufferedRequestBytes
     }
   }
 
@@ -84,6 +91,17 @@ public struct ServerConnectionStateMachine: Sendable {
     var lastServedCallID: UInt32?
     var pingsWithoutActivity = 0
     var messages = MessageReassembly()
+    /// The size of each call's request delivered before its HALF_CLOSE: the transport holds
+    /// it until then.
+    var heldRequests: [UInt32: Int] = [:]
+    /// The sum of ``heldRequests``.
+    var heldRequestBytes = 0
+
+    /// Forgets what `callID` holds: its request went to its handler, or the call ended.
+    mutating func release(callID: UInt32) {
+      messages.discard(callID: callID)
+      heldRequestBytes -= heldRequests.removeValue(forKey: callID) ?? 0
+    }
   }
 
   private enum State: OpenPhaseState, Sendable {
@@ -253,16 +271,29 @@ public struct ServerConnectionStateMachine: Sendable {
     switch frame.kind {
     case .cancel:
       open.calls[frame.callID] = nil
-      open.messages.discard(callID: frame.callID)
+      open.release(callID: frame.callID)
       return [.cancelCall(callID: frame.callID)] + closeIfDrained(open, after: [])
     case .halfClose:
       guard !open.messages.isUnfinished(callID: frame.callID) else {
         return refuse(frame.callID, .internal, "HALF_CLOSE in the middle of a message", open: &open)
       }
       open.calls[frame.callID] = true
+      open.release(callID: frame.callID)
       return [.deliverEndOfRequests(callID: frame.callID)]
     default:
       guard !halfClosed else { return refuse(frame.callID, .internal, "a message after the end of the requests", open: &open) }
+      // Every method takes one request (client streaming is not in version 1): a second one is
+      // refused as it arrives, not held until the call's end.
+      guard open.heldRequests[frame.callID] == nil else {
+        return refuse(frame.callID, .invalidArgument, "the method takes one request, got more", open: &open)
+      }
+      let buffered = open.heldRequestBytes + open.messages.bufferedBytes + frame.payload.count
+      guard buffered <= configuration.maxBufferedRequestBytes else {
+        return refuse(
+          frame.callID, .resourceExhausted,
+          "requests not yet ended would hold \(buffered) bytes on this connection, limit \(configuration.maxBufferedRequestBytes)",
+          open: &open)
+      }
       switch open.messages.receive(frame, limit: open.peer.limits.maxMessageSize) {
       case .incomplete:
         return []
@@ -275,6 +306,8 @@ public struct ServerConnectionStateMachine: Sendable {
         guard flag == 0 || open.peer.compression != .identity else {
           return refuse(frame.callID, .internal, "a compressed message on a connection without compression", open: &open)
         }
+        open.heldRequests[frame.callID] = message.count
+        open.heldRequestBytes += message.count
         return [.deliverMessage(callID: frame.callID, payload: message, compressed: flag == 1)]
       }
     }
@@ -283,7 +316,7 @@ public struct ServerConnectionStateMachine: Sendable {
   /// Ends a call the client broke the rules of, with `code`; the connection carries on.
   private mutating func refuse(_ callID: UInt32, _ code: StatusCode, _ message: String, open: inout Open) -> [Action] {
     open.calls[callID] = nil
-    open.messages.discard(callID: callID)
+    open.release(callID: callID)
     return [.cancelCall(callID: callID), .write([Self.status(callID, code, message)])] + closeIfDrained(open, after: [])
   }
 
@@ -311,7 +344,7 @@ public struct ServerConnectionStateMachine: Sendable {
     guard var open = state.takeOpen() else { return [] }
     defer { state.restore(open) }
     guard open.calls.removeValue(forKey: callID) != nil else { return [] }
-    open.messages.discard(callID: callID)
+    open.release(callID: callID)
     let frame = ConnectionElement.frame(Frame(kind: .status, callID: callID, payload: status.serializedBytes()))
     let close = closeIfDrained(open, after: [frame])
     return close.isEmpty ? [.write([frame])] : close

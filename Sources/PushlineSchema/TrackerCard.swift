@@ -110,7 +110,7 @@ public struct TrackerCard: ReflectableMessage {
 
   /// The fields, with their wire format and required-field tracking; the public properties
   /// above say what each means.
-  struct Fields: Hashable {
+  struct Fields: Hashable, Sendable {
     var cardID: String = "" { didSet { requiredFieldsSet |= 0b001 } }
     var priority: Double = 0 { didSet { requiredFieldsSet |= 0b010 } }
     var isValid: Bool = false { didSet { requiredFieldsSet |= 0b100 } }

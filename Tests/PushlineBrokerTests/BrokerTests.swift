@@ -227,6 +227,33 @@ struct BrokerTests {
     #expect(try ready(subscription).flatMap(\.changes).compactMap(\.offset) == [1, 2, 3])
   }
 
+  /// Only the first batch runs on the executor a commit started on: publishes that keep
+  /// arriving (from other connections) are committed on the global executor, so that the
+  /// event loop gets back to its sockets.
+  @Test(.timeLimit(.minutes(1))) func batchesAfterTheFirstLeaveTheExecutorTheCommitStartedOn() async throws {
+    let storage = CountingStorage()
+    storage.holdCommits()
+    let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+    let executor = QueuedTaskExecutor()
+    let (answered, answers) = AsyncStream.makeStream(of: (String, Bool).self)
+    func publish(_ cardID: String) {
+      broker.publish(
+        PublishRequest(topic: "t", changes: [CardChange(upserting: card(cardID, 1))]), for: publisher, committingOn: executor
+      ) { _ in answers.yield((cardID, executor.isRunningTheCaller)) }
+    }
+    publish("a")
+    executor.runQueuedJobs()
+    #expect(storage.heldCount == 1)  // the first batch, held in its commit
+    publish("b")
+    publish("c")
+    storage.release()
+    executor.runQueuedJobs()
+    var onTheExecutor: [String: Bool] = [:]
+    for await (cardID, isOnTheExecutor) in answered.prefix(3) { onTheExecutor[cardID] = isOnTheExecutor }
+    #expect(onTheExecutor == ["a": true, "b": false, "c": false])
+    #expect(storage.commits.withLock { $0 } == 2)
+  }
+
   @Test func watermarksConfirmFreshnessWhenNothingChanges() async throws {
     let broker = try await makeBroker { $0.watermarkInterval = .seconds(30) }
     try await broker.publish("t", [card("a", 1)])

@@ -136,6 +136,45 @@ struct ServerConnectionStateMachineTests {
     #expect(!machine.isClosed)
   }
 
+  @Test func aSecondRequestOnACallIsRefusedAsItArrives() throws {
+    var (machine, _) = Self.connected()
+    _ = machine.received(Self.start(1), serverTimeMillis: 0)
+    #expect(machine.received(Self.message(1, [7]), serverTimeMillis: 0) == [.deliverMessage(callID: 1, payload: [7], compressed: false)])
+    let actions = machine.received(Self.message(1, [8]), serverTimeMillis: 0)
+    #expect(actions.first == .cancelCall(callID: 1))
+    #expect(try Self.status(in: actions.last)?.code == StatusCode.invalidArgument.rawValue)
+    // The connection goes on.
+    _ = machine.received(Self.start(2), serverTimeMillis: 0)
+    #expect(machine.received(Self.message(2, [9]), serverTimeMillis: 0) == [.deliverMessage(callID: 2, payload: [9], compressed: false)])
+  }
+
+  /// Requests held for calls not yet half-closed, and messages still arriving in pieces, share
+  /// one budget per connection; a call's HALF_CLOSE or end gives its share back.
+  @Test func requestsNotYetEndedShareOneBudgetPerConnection() throws {
+    var (machine, _) = Self.connected(Machine.Configuration(compressions: [.deflate], maxBufferedRequestBytes: 100))
+    for callID: UInt32 in 1...4 { _ = machine.received(Self.start(callID), serverTimeMillis: 0) }
+    let sixty = [UInt8](repeating: 1, count: 60)
+    #expect(machine.received(Self.message(1, sixty), serverTimeMillis: 0).first == .deliverMessage(callID: 1, payload: sixty, compressed: false))
+    // 60 held and 61 more (the flag byte too) would pass 100.
+    let refused = machine.received(Self.message(2, sixty), serverTimeMillis: 0)
+    #expect(refused.first == .cancelCall(callID: 2))
+    #expect(try Self.status(in: refused.last)?.code == StatusCode.resourceExhausted.rawValue)
+    // The first piece of a message in pieces counts as well.
+    let piece = ConnectionElement.frame(Frame(kind: .message, flags: MessageFraming.continues, callID: 3, payload: [0] + sixty))
+    #expect(machine.received(piece, serverTimeMillis: 0).first == .cancelCall(callID: 3))
+    // Call 1's HALF_CLOSE hands its request over: the budget is free again.
+    #expect(machine.received(.frame(Frame(kind: .halfClose, callID: 1)), serverTimeMillis: 0) == [.deliverEndOfRequests(callID: 1)])
+    let pieceOf4 = ConnectionElement.frame(Frame(kind: .message, flags: MessageFraming.continues, callID: 4, payload: [0] + sixty))
+    #expect(machine.received(pieceOf4, serverTimeMillis: 0).isEmpty)  // held: the message goes on
+    _ = machine.received(Self.start(5), serverTimeMillis: 0)
+    #expect(machine.received(Self.message(5, sixty), serverTimeMillis: 0).first == .cancelCall(callID: 5))
+    // Call 4's end gives its piece back.
+    _ = machine.finishCall(callID: 4, status: CallStatus(code: 0))
+    _ = machine.received(Self.start(6), serverTimeMillis: 0)
+    #expect(machine.received(Self.message(6, sixty), serverTimeMillis: 0).first == .deliverMessage(callID: 6, payload: sixty, compressed: false))
+    #expect(!machine.isClosed)
+  }
+
   @Test func cancellationStopsTheHandlerWithoutAStatus() {
     var (machine, _) = Self.connected()
     _ = machine.received(Self.start(1), serverTimeMillis: 0)
