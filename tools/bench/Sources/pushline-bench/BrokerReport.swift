@@ -6,7 +6,7 @@ struct BrokerReport {
   var brokers: [String]
   var scenarios: [BrokerLoad.Scenario]
   var describe: (BrokerLoad.Scenario) -> String
-  /// Print a Markdown table (for BENCHMARKS.md) instead of aligned columns.
+  /// Print a Markdown table (for docs/BENCHMARKS.md) instead of aligned columns.
   var markdown = false
 
   /// A figure: how to compute it from a broker's raw values, and how to show it.
