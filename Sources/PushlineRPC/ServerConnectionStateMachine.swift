@@ -82,25 +82,38 @@ public struct ServerConnectionStateMachine: Sendable {
     case close(after: [ConnectionElement])
   }
 
+  /// Where a call in progress stands on the client's side: eight bytes, as every connection
+  /// keeps one per call (a subscriber's for as long as it is connected).
+  private struct CallProgress: Sendable {
+    /// The size of the request delivered before the HALF_CLOSE: the transport holds it until then.
+    var heldRequestBytes: UInt32?
+    /// The client has half-closed the call.
+    var isHalfClosed = false
+  }
+
   private struct Open: Sendable {
     var peer: Peer
-    /// Calls in progress, each with whether the client has half-closed it.
-    var calls: [UInt32: Bool] = [:]
+    /// Calls in progress.
+    var calls: [UInt32: CallProgress] = [:]
     var highestCallID: UInt32 = 0
     /// Set once a GOAWAY is sent or received: the last call id still served.
     var lastServedCallID: UInt32?
     var pingsWithoutActivity = 0
     var messages = MessageReassembly()
-    /// The size of each call's request delivered before its HALF_CLOSE: the transport holds
-    /// it until then.
-    var heldRequests: [UInt32: Int] = [:]
-    /// The sum of ``heldRequests``.
+    /// The requests the calls hold before their HALF_CLOSE, together.
     var heldRequestBytes = 0
 
-    /// Forgets what `callID` holds: its request went to its handler, or the call ended.
-    mutating func release(callID: UInt32) {
+    /// Forgets what `callID` holds: its request went to its handler, or the call is ending.
+    mutating func releaseRequest(of callID: UInt32) {
       messages.discard(callID: callID)
-      heldRequestBytes -= heldRequests.removeValue(forKey: callID) ?? 0
+      heldRequestBytes -= Int(calls[callID]?.heldRequestBytes ?? 0)
+      calls[callID]?.heldRequestBytes = nil
+    }
+
+    /// Ends `callID` on the client's side, with what it holds.
+    mutating func removeCall(_ callID: UInt32) {
+      releaseRequest(of: callID)
+      calls[callID] = nil
     }
   }
 
@@ -257,12 +270,12 @@ public struct ServerConnectionStateMachine: Sendable {
     guard open.calls.count < open.peer.limits.maxConcurrentCalls else {
       return [.write([Self.status(frame.callID, .resourceExhausted, "more than \(open.peer.limits.maxConcurrentCalls) concurrent calls")])]
     }
-    open.calls[frame.callID] = false
+    open.calls[frame.callID] = CallProgress()
     return [.startCall(callID: frame.callID, start)]
   }
 
   private mutating func callFrame(_ frame: Frame, open: inout Open) -> [Action] {
-    guard let halfClosed = open.calls[frame.callID] else {
+    guard let progress = open.calls[frame.callID] else {
       // A call that has ended: the frame crossed its end in flight. One never started: a violation.
       return frame.callID <= open.highestCallID && frame.callID != 0
         ? [] : violation(.internal, "\(frame.kind) for call \(frame.callID), which was never started", open: open)
@@ -270,21 +283,20 @@ public struct ServerConnectionStateMachine: Sendable {
     open.pingsWithoutActivity = 0
     switch frame.kind {
     case .cancel:
-      open.calls[frame.callID] = nil
-      open.release(callID: frame.callID)
+      open.removeCall(frame.callID)
       return [.cancelCall(callID: frame.callID)] + closeIfDrained(open, after: [])
     case .halfClose:
       guard !open.messages.isUnfinished(callID: frame.callID) else {
         return refuse(frame.callID, .internal, "HALF_CLOSE in the middle of a message", open: &open)
       }
-      open.calls[frame.callID] = true
-      open.release(callID: frame.callID)
+      open.releaseRequest(of: frame.callID)
+      open.calls[frame.callID]?.isHalfClosed = true
       return [.deliverEndOfRequests(callID: frame.callID)]
     default:
-      guard !halfClosed else { return refuse(frame.callID, .internal, "a message after the end of the requests", open: &open) }
+      guard !progress.isHalfClosed else { return refuse(frame.callID, .internal, "a message after the end of the requests", open: &open) }
       // Every method takes one request (client streaming is not in version 1): a second one is
       // refused as it arrives, not held until the call's end.
-      guard open.heldRequests[frame.callID] == nil else {
+      guard progress.heldRequestBytes == nil else {
         return refuse(frame.callID, .invalidArgument, "the method takes one request, got more", open: &open)
       }
       let buffered = open.heldRequestBytes + open.messages.bufferedBytes + frame.payload.count
@@ -306,7 +318,7 @@ public struct ServerConnectionStateMachine: Sendable {
         guard flag == 0 || open.peer.compression != .identity else {
           return refuse(frame.callID, .internal, "a compressed message on a connection without compression", open: &open)
         }
-        open.heldRequests[frame.callID] = message.count
+        open.calls[frame.callID]?.heldRequestBytes = UInt32(clamping: message.count)
         open.heldRequestBytes += message.count
         return [.deliverMessage(callID: frame.callID, payload: message, compressed: flag == 1)]
       }
@@ -315,8 +327,7 @@ public struct ServerConnectionStateMachine: Sendable {
 
   /// Ends a call the client broke the rules of, with `code`; the connection carries on.
   private mutating func refuse(_ callID: UInt32, _ code: StatusCode, _ message: String, open: inout Open) -> [Action] {
-    open.calls[callID] = nil
-    open.release(callID: callID)
+    open.removeCall(callID)
     return [.cancelCall(callID: callID), .write([Self.status(callID, code, message)])] + closeIfDrained(open, after: [])
   }
 
@@ -343,8 +354,8 @@ public struct ServerConnectionStateMachine: Sendable {
   public mutating func finishCall(callID: UInt32, status: CallStatus) -> [Action] {
     guard var open = state.takeOpen() else { return [] }
     defer { state.restore(open) }
-    guard open.calls.removeValue(forKey: callID) != nil else { return [] }
-    open.release(callID: callID)
+    guard open.calls[callID] != nil else { return [] }
+    open.removeCall(callID)
     let frame = ConnectionElement.frame(Frame(kind: .status, callID: callID, payload: status.serializedBytes()))
     let close = closeIfDrained(open, after: [frame])
     return close.isEmpty ? [.write([frame])] : close

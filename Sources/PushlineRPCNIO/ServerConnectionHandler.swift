@@ -78,6 +78,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private var context: ChannelHandlerContext?
   private var output: FlushCoalescer?
   private var executor: EventLoopTaskExecutor?
+  /// Made at the first completing call: most connections (a subscriber's) never need one.
   private var inbox: AnswerInbox?
   private var pumps: PumpScheduler?
   private var graceTimer: Scheduled<Void>?
@@ -105,7 +106,6 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     self.context = context
     output = FlushCoalescer(context: context)
     executor = EventLoopTaskExecutor(context.eventLoop)
-    inbox = AnswerInbox(connection: NIOLoopBound(self, eventLoop: context.eventLoop))
     if pumps == nil { pumps = PumpScheduler.pumps(on: context.eventLoop) }
   }
 
@@ -282,7 +282,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   }
 
   private func runHandler(of callID: UInt32) {
-    guard let opening = calls[callID]?.opening, let context, let executor, let inbox, let pumps else { return }
+    guard let opening = calls[callID]?.opening, let context, let executor, let pumps else { return }
     calls[callID]?.opening = nil
     guard opening.requests.count == 1 else {
       let refusal = RPCError(code: .invalidArgument, message: "the method takes one request, got \(opening.requests.count)")
@@ -292,6 +292,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     let handler: RPCRouter.Handler
     switch opening.implementation {
     case .completing(let completing):
+      let inbox = self.inbox ?? AnswerInbox(connection: NIOLoopBound(self, eventLoop: context.eventLoop))
+      self.inbox = inbox
       return completing(request, serverContext) { inbox.answer(callID: callID, with: $0) }
     case .task(let taskHandler):
       handler = taskHandler
