@@ -2,20 +2,19 @@ import NIOCore
 import PushlineRPC
 
 /// Where completing handlers' answers (see `RPCRouter.CompletingHandler`) reach a connection:
-/// from other threads through a ``LoopMailbox`` — the answers of a commit leave in one job and
-/// one flush — and on the connection's loop at once (flushed with the turn's other writes),
-/// unless answers from elsewhere are still on their way, which then go first: only a call's
-/// first answer counts.
+/// through a ``LoopMailbox``, from any thread, the loop's own included. The answers of a commit
+/// leave in one job and one flush; and that job runs after the pulls the commit's fan-out woke
+/// on the loop before it answered, so a connection that also subscribes gets its update before
+/// the answer to the publish that made it. A call's first answer counts (the mailbox keeps
+/// their order).
 final class AnswerInbox: Sendable {
   /// A call's answer: its response message, or the error that ends it.
   typealias Answer = (callID: UInt32, result: Result<[UInt8], RPCError>)
 
-  private let connection: NIOLoopBound<ServerConnectionHandler>
   private let mailbox: LoopMailbox<Answer>
 
   /// An inbox delivering to `connection` on its event loop.
   init(connection: NIOLoopBound<ServerConnectionHandler>) {
-    self.connection = connection
     mailbox = LoopMailbox(eventLoop: connection.eventLoop) { answers in
       let handler = connection.value
       handler.writeBurst {
@@ -26,9 +25,6 @@ final class AnswerInbox: Sendable {
 
   /// Hands `result` to the call `callID`.
   func answer(callID: UInt32, with result: Result<[UInt8], RPCError>) {
-    guard connection.eventLoop.inEventLoop, !mailbox.hasPending else { return mailbox.post((callID, result)) }
-    // Not a burst of its own: a commit on this loop answers many calls, and their frames leave
-    // in the one flush the connection makes after the loop's current job (or its read).
-    connection.value.answer(callID: callID, with: result)
+    mailbox.post((callID, result))
   }
 }

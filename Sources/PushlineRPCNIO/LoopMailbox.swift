@@ -36,12 +36,6 @@ final class LoopMailbox<Item: Sendable>: Sendable {
     eventLoop.execute { self.handlePending() }
   }
 
-  /// Whether posted items wait for their job: something for the loop that must come after
-  /// them is posted too, not done at once.
-  var hasPending: Bool {
-    pending.withLock { $0.isScheduled }
-  }
-
   private func handlePending() {
     let items = pending.withLock { pending in
       pending.isScheduled = false

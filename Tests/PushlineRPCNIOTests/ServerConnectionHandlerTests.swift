@@ -15,6 +15,7 @@ struct ServerConnectionHandlerTests {
   static let stream = "/test.Stream/Count"
   static let echo = "/test.Echo/Echo"
   static let later = "/test.Later/Echo"
+  static let pumped = "/test.Pumped/Feed"
 
   /// Counts the flushes that reach the head of the pipeline.
   final class FlushCounter: ChannelOutboundHandler {
@@ -39,13 +40,38 @@ struct ServerConnectionHandlerTests {
     let calls = Mutex<[(MetadataEntry, UnaryCompletion<MetadataEntry>)]>([])
   }
 
-  /// A connected channel serving a stream of `value` responses, an echo, and an echo answered
-  /// later (its requests and completions go to `held`), past its handshake; `written` counts the
-  /// responses the stream's handler has written.
+  /// A pumped stream's source the test feeds, and the pump to wake once it has.
+  final class Feed: ResponseSource {
+    let queued = Mutex<[[UInt8]]>([])
+    let pump = Mutex<(any ResponsePump)?>(nil)
+
+    func nextResponses() -> [[UInt8]]? {
+      queued.withLock { queued in
+        defer { queued = [] }
+        return queued
+      }
+    }
+
+    var hasMoreResponses: Bool { false }
+
+    /// Queues `message` and wakes the pump, as the broker's fan-out does.
+    func send(_ message: MetadataEntry) {
+      queued.withLock { $0.append(message.serializedBytes()) }
+      pump.withLock { $0 }?.wake()
+    }
+  }
+
+  /// A connected channel serving a stream of `value` responses, an echo, an echo answered
+  /// later (its requests and completions go to `held`) and a pumped stream of what `feed` is
+  /// sent, past its handshake; `written` counts the responses the stream's handler has written.
   static func channel(
-    written: WriteCount? = nil, held: HeldCalls? = nil
+    written: WriteCount? = nil, held: HeldCalls? = nil, feed: Feed? = nil
   ) throws -> (EmbeddedChannel, FlushCounter) {
     var router = RPCRouter()
+    router.registerServerStreaming(pumped, request: MetadataEntry.self, response: MetadataEntry.self) { _, writer, _ in
+      guard let feed, let pump = writer.pump(from: feed) else { return }
+      feed.pump.withLock { $0 = pump }
+    }
     router.registerUnary(later, request: MetadataEntry.self, response: MetadataEntry.self) { request, _, completion in
       held?.calls.withLock { $0.append((request, completion)) }
     }
@@ -164,5 +190,26 @@ struct ServerConnectionHandlerTests {
     while let frame = try Self.readFrame(channel) { frames.append(frame) }
     #expect(frames.map(\.kind) == [.message, .status, .message, .status, .message, .status])
     #expect(frames.map(\.callID) == [1, 1, 2, 2, 3, 3])
+  }
+
+  /// A commit on the loop wakes a subscriber's pull, then answers the publish: on a connection
+  /// that does both, the update goes out before the answer to the publish that made it.
+  @Test func anUpdateWokenBeforeAnAnswerOnTheLoopLeavesFirst() throws {
+    let held = HeldCalls()
+    let feed = Feed()
+    let (channel, _) = try Self.channel(held: held, feed: feed)
+    for element in Self.call(1, Self.pumped, value: "") { try channel.writeInbound(element) }
+    for element in Self.call(2, Self.later, value: "2") { try channel.writeInbound(element) }
+    channel.embeddedEventLoop.run()
+    #expect(feed.pump.withLock { $0 } != nil)
+    channel.embeddedEventLoop.execute {
+      feed.send(MetadataEntry(key: "update"))
+      for (request, completion) in held.calls.withLock({ $0 }) { completion.succeed(request) }
+    }
+    channel.embeddedEventLoop.run()
+    var frames: [Frame] = []
+    while let frame = try Self.readFrame(channel) { frames.append(frame) }
+    #expect(frames.map(\.callID) == [1, 2, 2])
+    #expect(frames.map(\.kind) == [.message, .message, .status])
   }
 }
