@@ -19,6 +19,27 @@ struct GracefulShutdownTests {
     return (router, started)
   }
 
+  /// Serves `router` with `gracePeriod`, runs `body` on a connection to it with a function that
+  /// begins the graceful shutdown (the GOAWAY), and returns once the server has stopped.
+  static func withServer(
+    _ router: RPCRouter, gracePeriod: Duration, _ body: (RPCConnection, _ shutDown: () -> Void) async throws -> Void
+  ) async throws {
+    let (ports, reportPort) = AsyncStream<Int>.makeStream()
+    let (stop, stopServer) = AsyncStream<Void>.makeStream()
+    let server = Task {
+      try await RPCServer(router: router, configuration: .init(port: 0, gracePeriod: gracePeriod)).withRunningServer { address in
+        reportPort.yield(address.port!)
+        for await _ in stop { break }
+      }
+    }
+    var portIterator = ports.makeAsyncIterator()
+    let port = try #require(await portIterator.next())
+    try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+      try await body(connection) { stopServer.yield() }
+    }
+    try await server.value
+  }
+
   /// The server shuts down while a call is in flight: the call completes, the server stops
   /// afterwards, and the client's connection takes no new calls.
   @Test func aCallInFlightCompletesAfterTheGoAway() async throws {
@@ -30,21 +51,11 @@ struct GracefulShutdownTests {
       for await _ in gate { break }  // Until the test lets it finish.
       return request
     }
-    let (ports, reportPort) = AsyncStream<Int>.makeStream()
-    let (stop, stopServer) = AsyncStream<Void>.makeStream()
-    let server = Task {
-      try await RPCServer(router: router, configuration: .init(port: 0, gracePeriod: .seconds(60))).withRunningServer { address in
-        reportPort.yield(address.port!)
-        for await _ in stop { break }
-      }
-    }
-    var portIterator = ports.makeAsyncIterator()
-    let port = try #require(await portIterator.next())
-    try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+    try await Self.withServer(router, gracePeriod: .seconds(60)) { connection, shutDown in
       let slow = Task { try await connection.unary("/test.Slow/Call", request: MetadataEntry(key: "in flight"), response: MetadataEntry.self) }
       var startedIterator = started.makeAsyncIterator()
       await startedIterator.next()
-      stopServer.yield()  // GOAWAY now; the call keeps running.
+      shutDown()  // GOAWAY now; the call keeps running.
       openGate.yield()
       let finished = try await slow.value
       #expect(finished.key == "in flight")
@@ -52,7 +63,6 @@ struct GracefulShutdownTests {
         try await connection.unary(HealthService.checkMethod, request: HealthCheckRequest(), response: HealthCheckResponse.self)
       } throws: { ($0 as? RPCError)?.code == .unavailable }
     }
-    try await server.value
   }
 
   /// A server whose task is cancelled stops at once: its connections close without waiting
@@ -82,24 +92,13 @@ struct GracefulShutdownTests {
   /// Handlers that outlive the grace period are cancelled, and the server still stops.
   @Test func handlersPastTheGracePeriodAreCancelled() async throws {
     let (router, started) = Self.routerWithACallThatNeverEnds()
-    let (ports, reportPort) = AsyncStream<Int>.makeStream()
-    let (stop, stopServer) = AsyncStream<Void>.makeStream()
-    let server = Task {
-      try await RPCServer(router: router, configuration: .init(port: 0, gracePeriod: .milliseconds(50))).withRunningServer { address in
-        reportPort.yield(address.port!)
-        for await _ in stop { break }
-      }
-    }
-    var portIterator = ports.makeAsyncIterator()
-    let port = try #require(await portIterator.next())
-    try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+    try await Self.withServer(router, gracePeriod: .milliseconds(50)) { connection, shutDown in
       let forever = Task { try await connection.unary("/test.Slow/Forever", request: MetadataEntry(key: "k"), response: MetadataEntry.self) }
       var startedIterator = started.makeAsyncIterator()
       await startedIterator.next()
-      stopServer.yield()
+      shutDown()
       await #expect { try await forever.value } throws: { ($0 as? RPCError)?.code == .cancelled }
     }
-    try await server.value
   }
 
   /// A completing handler that never answers does not hold the shutdown open: at the end of
@@ -110,25 +109,14 @@ struct GracefulShutdownTests {
     router.registerUnary("/test.Slow/Unanswered", request: MetadataEntry.self, response: MetadataEntry.self) { _, _, _ in
       reportStart.yield()
     }
-    let (ports, reportPort) = AsyncStream<Int>.makeStream()
-    let (stop, stopServer) = AsyncStream<Void>.makeStream()
-    let server = Task {
-      try await RPCServer(router: router, configuration: .init(port: 0, gracePeriod: .milliseconds(50))).withRunningServer { address in
-        reportPort.yield(address.port!)
-        for await _ in stop { break }
-      }
-    }
-    var portIterator = ports.makeAsyncIterator()
-    let port = try #require(await portIterator.next())
-    try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+    try await Self.withServer(router, gracePeriod: .milliseconds(50)) { connection, shutDown in
       let unanswered = Task {
         try await connection.unary("/test.Slow/Unanswered", request: MetadataEntry(key: "k"), response: MetadataEntry.self)
       }
       var startedIterator = started.makeAsyncIterator()
       await startedIterator.next()
-      stopServer.yield()
+      shutDown()
       await #expect { try await unanswered.value } throws: { ($0 as? RPCError)?.code == .unavailable }
     }
-    try await server.value
   }
 }

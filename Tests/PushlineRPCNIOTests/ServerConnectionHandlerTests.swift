@@ -38,6 +38,11 @@ struct ServerConnectionHandlerTests {
   /// The calls of a completing handler that answers later, with their requests.
   final class HeldCalls: Sendable {
     let calls = Mutex<[(MetadataEntry, UnaryCompletion<MetadataEntry>)]>([])
+
+    /// Answers every held call with its own request (an echo).
+    func answerAll() {
+      for (request, completion) in calls.withLock({ $0 }) { completion.succeed(request) }
+    }
   }
 
   /// A pumped stream's source the test feeds, and the pump to wake once it has.
@@ -115,6 +120,13 @@ struct ServerConnectionHandlerTests {
     return frame
   }
 
+  /// Every frame written so far, in order.
+  static func readFrames(_ channel: EmbeddedChannel) throws -> [Frame] {
+    var frames: [Frame] = []
+    while let frame = try readFrame(channel) { frames.append(frame) }
+    return frames
+  }
+
   /// A stream's writer goes on while the channel is writable, waits from the write that finds
   /// it full until it is writable again, then finishes.
   /// A connection that closes lets go of its handler (and so of its calls and buffers), even
@@ -147,9 +159,7 @@ struct ServerConnectionHandlerTests {
     channel.pipeline.fireChannelWritabilityChanged()
     channel.embeddedEventLoop.run()
     #expect(written.value == 5)
-    var kinds: [FrameKind] = []
-    while let frame = try Self.readFrame(channel) { kinds.append(frame.kind) }
-    #expect(kinds == [.message, .message, .message, .message, .status])
+    #expect(try Self.readFrames(channel).map(\.kind) == [.message, .message, .message, .message, .status])
   }
 
   /// The responses of calls started in one read burst leave in one flush, after the handlers ran.
@@ -164,8 +174,7 @@ struct ServerConnectionHandlerTests {
     channel.pipeline.syncOperations.fireChannelReadComplete()
     channel.embeddedEventLoop.run()
     #expect(counter.flushes == flushesBefore + 1)
-    var frames: [Frame] = []
-    while let frame = try Self.readFrame(channel) { frames.append(frame) }
+    let frames = try Self.readFrames(channel)
     #expect(frames.map(\.kind) == [.message, .status, .message, .status, .message, .status])
     #expect(frames.map(\.callID) == [1, 1, 2, 2, 3, 3])
   }
@@ -181,13 +190,10 @@ struct ServerConnectionHandlerTests {
     channel.embeddedEventLoop.run()
     #expect(held.calls.withLock { $0.count } == 3)
     let flushesBefore = counter.flushes
-    channel.embeddedEventLoop.execute {
-      for (request, completion) in held.calls.withLock({ $0 }) { completion.succeed(request) }
-    }
+    channel.embeddedEventLoop.execute { held.answerAll() }
     channel.embeddedEventLoop.run()
     #expect(counter.flushes == flushesBefore + 1)
-    var frames: [Frame] = []
-    while let frame = try Self.readFrame(channel) { frames.append(frame) }
+    let frames = try Self.readFrames(channel)
     #expect(frames.map(\.kind) == [.message, .status, .message, .status, .message, .status])
     #expect(frames.map(\.callID) == [1, 1, 2, 2, 3, 3])
   }
@@ -204,11 +210,10 @@ struct ServerConnectionHandlerTests {
     #expect(feed.pump.withLock { $0 } != nil)
     channel.embeddedEventLoop.execute {
       feed.send(MetadataEntry(key: "update"))
-      for (request, completion) in held.calls.withLock({ $0 }) { completion.succeed(request) }
+      held.answerAll()
     }
     channel.embeddedEventLoop.run()
-    var frames: [Frame] = []
-    while let frame = try Self.readFrame(channel) { frames.append(frame) }
+    let frames = try Self.readFrames(channel)
     #expect(frames.map(\.callID) == [1, 2, 2])
     #expect(frames.map(\.kind) == [.message, .message, .status])
   }
