@@ -217,4 +217,21 @@ struct ServerConnectionHandlerTests {
     #expect(frames.map(\.callID) == [1, 2, 2])
     #expect(frames.map(\.kind) == [.message, .message, .status])
   }
+
+  /// An answer that comes after its call has ended (the client cancelled it) writes nothing,
+  /// and the connection goes on serving.
+  @Test func anAnswerAfterItsCallEndedWritesNothing() throws {
+    let held = HeldCalls()
+    let (channel, _) = try Self.channel(held: held)
+    for element in Self.call(1, Self.later, value: "1") { try channel.writeInbound(element) }
+    channel.embeddedEventLoop.run()
+    try channel.writeInbound(Self.frame(.cancel, 1))
+    channel.embeddedEventLoop.run()
+    held.answerAll()
+    channel.embeddedEventLoop.run()
+    #expect(try Self.readFrames(channel).isEmpty)
+    for element in Self.call(2, Self.echo, value: "2") { try channel.writeInbound(element) }
+    channel.embeddedEventLoop.run()
+    #expect(try Self.readFrames(channel).map(\.callID) == [2, 2])
+  }
 }
