@@ -44,11 +44,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   }
 
   /// What a call holds only until its handler runs, boxed so that a long-lived call (a stream)
-  /// costs little: its context, its handler and its request messages.
+  /// costs little: its context, its handler and its request.
   private final class Opening {
     let context: ServerContext
     let implementation: RPCRouter.Implementation
-    var requests: [[UInt8]] = []
+    /// The call's request, once it has arrived (the state machine refuses a second one).
+    var request: [UInt8]?
 
     init(context: ServerContext, implementation: RPCRouter.Implementation) {
       self.context = context
@@ -270,11 +271,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
   private func deliver(_ payload: [UInt8], compressed: Bool, callID: UInt32) {
     guard compressed, let peer else {
-      calls[callID]?.opening?.requests.append(payload)
+      calls[callID]?.opening?.request = payload
       return
     }
     do throws(RPCError) {
-      calls[callID]?.opening?.requests.append(try Deflate.decompress(payload, limit: peer.limits.maxMessageSize))
+      calls[callID]?.opening?.request = try Deflate.decompress(payload, limit: peer.limits.maxMessageSize)
     } catch {
       stopHandler(of: callID)
       finish(callID: callID, status: error.status)
@@ -284,11 +285,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private func runHandler(of callID: UInt32) {
     guard let opening = calls[callID]?.opening, let context, let executor, let pumps else { return }
     calls[callID]?.opening = nil
-    guard opening.requests.count == 1 else {
-      let refusal = RPCError(code: .invalidArgument, message: "the method takes one request, got \(opening.requests.count)")
+    guard let request = opening.request else {
+      let refusal = RPCError(code: .invalidArgument, message: "the method takes one request, got none")
       return finish(callID: callID, status: refusal.status)
     }
-    let (request, serverContext) = (opening.requests[0], opening.context)
+    let serverContext = opening.context
     let handler: RPCRouter.Handler
     switch opening.implementation {
     case .completing(let completing):

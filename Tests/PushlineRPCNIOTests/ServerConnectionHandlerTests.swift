@@ -120,6 +120,14 @@ struct ServerConnectionHandlerTests {
     return frame
   }
 
+  /// Expects the frames written so far to be the answers to calls 1, 2 and 3 in order: a
+  /// response and a status each.
+  static func expectAnswersToCalls1To3(_ channel: EmbeddedChannel, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let frames = try readFrames(channel)
+    #expect(frames.map(\.kind) == [.message, .status, .message, .status, .message, .status], sourceLocation: sourceLocation)
+    #expect(frames.map(\.callID) == [1, 1, 2, 2, 3, 3], sourceLocation: sourceLocation)
+  }
+
   /// Every frame written so far, in order.
   static func readFrames(_ channel: EmbeddedChannel) throws -> [Frame] {
     var frames: [Frame] = []
@@ -174,9 +182,7 @@ struct ServerConnectionHandlerTests {
     channel.pipeline.syncOperations.fireChannelReadComplete()
     channel.embeddedEventLoop.run()
     #expect(counter.flushes == flushesBefore + 1)
-    let frames = try Self.readFrames(channel)
-    #expect(frames.map(\.kind) == [.message, .status, .message, .status, .message, .status])
-    #expect(frames.map(\.callID) == [1, 1, 2, 2, 3, 3])
+    try Self.expectAnswersToCalls1To3(channel)
   }
 
   /// Completions given on the loop in one job (a commit answering its publishes) leave in one
@@ -193,9 +199,7 @@ struct ServerConnectionHandlerTests {
     channel.embeddedEventLoop.execute { held.answerAll() }
     channel.embeddedEventLoop.run()
     #expect(counter.flushes == flushesBefore + 1)
-    let frames = try Self.readFrames(channel)
-    #expect(frames.map(\.kind) == [.message, .status, .message, .status, .message, .status])
-    #expect(frames.map(\.callID) == [1, 1, 2, 2, 3, 3])
+    try Self.expectAnswersToCalls1To3(channel)
   }
 
   /// A commit on the loop wakes a subscriber's pull, then answers the publish: on a connection
@@ -230,6 +234,23 @@ struct ServerConnectionHandlerTests {
     held.answerAll()
     channel.embeddedEventLoop.run()
     #expect(try Self.readFrames(channel).isEmpty)
+    for element in Self.call(2, Self.echo, value: "2") { try channel.writeInbound(element) }
+    channel.embeddedEventLoop.run()
+    #expect(try Self.readFrames(channel).map(\.callID) == [2, 2])
+  }
+
+  /// A call half-closed without a request is refused with INVALID_ARGUMENT, its handler never
+  /// runs, and the connection goes on.
+  @Test func aCallWithoutARequestIsRefused() throws {
+    let (channel, _) = try Self.channel()
+    try channel.writeInbound(Self.frame(.callStart, 1, CallStart(method: Self.echo).serializedBytes()))
+    try channel.writeInbound(Self.frame(.halfClose, 1))
+    channel.embeddedEventLoop.run()
+    let refused = try Self.readFrames(channel)
+    #expect(refused.map(\.kind) == [.status])
+    let status = try CallStatus(serializedBytes: try #require(refused.first).payload)
+    #expect(status.code == StatusCode.invalidArgument.rawValue)
+    #expect(status.message == "the method takes one request, got none")
     for element in Self.call(2, Self.echo, value: "2") { try channel.writeInbound(element) }
     channel.embeddedEventLoop.run()
     #expect(try Self.readFrames(channel).map(\.callID) == [2, 2])
