@@ -113,7 +113,8 @@ extension Broker {
       guard !change.cardID.isEmpty else {
         throw RPCError(code: .invalidArgument, message: "changes[\(index)]: empty cardID")
       }
-      guard seen.insert(change.cardID).inserted else {
+      // (A one-change publish, the common one, needs no set.)
+      guard request.changes.count == 1 || seen.insert(change.cardID).inserted else {
         throw RPCError(code: .invalidArgument, message: "changes[\(index)]: card \"\(change.cardID)\" appears twice")
       }
       if let card = change.card, card.cardID != change.cardID {
@@ -234,9 +235,11 @@ extension Broker {
     let (prunes, fanOut) = state.withLock {
       state -> ([TombstonePrune], [(topic: String, changes: [CardChange], superseded: Int, subscribers: [Subscription])]) in
       for publish in publishes {
-        state.topics[publish.topic, default: TopicState(name: publish.topic, epoch: publish.epoch)].apply(publish.records)
+        state.topics.changeValue(forKey: publish.topic, default: TopicState(name: publish.topic, epoch: publish.epoch)) {
+          $0.apply(publish.records)
+        }
       }
-      for prune in batch.prunes { state.topics[prune.topic]?.apply(prune) }
+      for prune in batch.prunes { state.topics.changeValue(forKey: prune.topic) { $0.apply(prune) } }
       let prunes = batch.topics.compactMap { changes in
         state.topics[changes.topic]?.tombstonesToPrune(
           limit: configuration.maxTombstonesPerTopic, maxAgeMillis: configuration.maxTombstoneAge.milliseconds,

@@ -1,3 +1,4 @@
+import PushlineRPC
 import Synchronization
 
 /// Storage that keeps nothing across processes: for tests, and for deployments that accept
@@ -26,10 +27,12 @@ public final class InMemoryBrokerStorage: BrokerStorage {
     contents.withLock { contents in
       for changes in batch.topics {
         // In place: a copy of the topic would copy its whole card table on every commit.
-        contents.topics[changes.topic, default: TopicState(name: changes.topic, epoch: changes.epoch)].apply(changes.records)
+        contents.topics.changeValue(forKey: changes.topic, default: TopicState(name: changes.topic, epoch: changes.epoch)) {
+          $0.apply(changes.records)
+        }
         contents.topics[changes.topic]!.topOffset = max(contents.topics[changes.topic]!.topOffset, changes.topOffset)
       }
-      for prune in batch.prunes { contents.topics[prune.topic]?.apply(prune) }
+      for prune in batch.prunes { contents.topics.changeValue(forKey: prune.topic) { $0.apply(prune) } }
       if let cutoff = batch.forgetPublishRecordsBeforeMillis {
         contents.publishRecords = contents.publishRecords.filter { $0.value.committedAtMillis >= cutoff }
       }

@@ -1,3 +1,4 @@
+import PushlineRPC
 public import PushlineSchema
 
 /// A subscription's pending deliveries, coalesced by (topic, cardID): a newer version of a
@@ -62,7 +63,7 @@ public struct OutboundQueue: Sendable {
     slots.append(.change(topic: topic, change))
     changeCount += 1
     entryCount += 1
-    perTopic[topic, default: 0] += 1
+    perTopic.changeValue(forKey: topic, default: 0) { $0 += 1 }
     return coalesced
   }
 
@@ -70,7 +71,7 @@ public struct OutboundQueue: Sendable {
   public mutating func append(snapshot: TopicUpdate) {
     slots.append(.snapshot(snapshot))
     entryCount += 1
-    perTopic[snapshot.topic, default: 0] += 1
+    perTopic.changeValue(forKey: snapshot.topic, default: 0) { $0 += 1 }
   }
 
   /// Drops everything queued for `topic` (it will be replaced by a snapshot).
@@ -118,7 +119,7 @@ public struct OutboundQueue: Sendable {
     guard let entry = slots[index] else { return }
     slots[index] = nil
     entryCount -= 1
-    perTopic[entry.topic, default: 0] -= 1
+    if let count = perTopic.removeValue(forKey: entry.topic), count > 1 { perTopic[entry.topic] = count - 1 }
     if case .change(let topic, let change) = entry {
       positions[Key(topic: topic, cardID: change.cardID)] = nil
       changeCount -= 1

@@ -106,14 +106,16 @@ public struct ServerConnectionStateMachine: Sendable {
     /// Forgets what `callID` holds: its request went to its handler, or the call is ending.
     mutating func releaseRequest(of callID: UInt32) {
       messages.discard(callID: callID)
-      heldRequestBytes -= Int(calls[callID]?.heldRequestBytes ?? 0)
-      calls[callID]?.heldRequestBytes = nil
+      calls.changeValue(forKey: callID) { call in
+        heldRequestBytes -= Int(call.heldRequestBytes ?? 0)
+        call.heldRequestBytes = nil
+      }
     }
 
     /// Ends `callID` on the client's side, with what it holds.
     mutating func removeCall(_ callID: UInt32) {
-      releaseRequest(of: callID)
-      calls[callID] = nil
+      messages.discard(callID: callID)
+      heldRequestBytes -= Int(calls.removeValue(forKey: callID)?.heldRequestBytes ?? 0)
     }
   }
 
@@ -153,8 +155,9 @@ public struct ServerConnectionStateMachine: Sendable {
 
   // MARK: Input from the peer
 
-  /// Handles a preface or frame from the peer; `serverTimeMillis` goes into the handshake.
-  public mutating func received(_ element: ConnectionElement, serverTimeMillis: Int64) -> [Action] {
+  /// Handles a preface or frame from the peer; `serverTimeMillis` goes into the handshake (and is
+  /// read only then: the clock is not consulted for every frame).
+  public mutating func received(_ element: ConnectionElement, serverTimeMillis: @autoclosure () -> Int64) -> [Action] {
     // The common case first, outside the switch: a switch over `(state, element)` would hold a
     // copy of the open state, and changing it in place would then copy its tables.
     if case .open = state, case .frame(let frame) = element {
@@ -173,7 +176,7 @@ public struct ServerConnectionStateMachine: Sendable {
     case (.awaitingPreface, .frame):
       return violation(.internal, "a frame before the preface", sendPreface: true)
     case (.awaitingHello, .frame(let frame)) where frame.kind == .handshake:
-      return handshake(frame, serverTimeMillis: serverTimeMillis)
+      return handshake(frame, serverTimeMillis: serverTimeMillis())
     case (.awaitingHello, .frame(let frame)) where !frame.kind.isKnown:
       return []
     case (.awaitingHello, _):
@@ -290,7 +293,7 @@ public struct ServerConnectionStateMachine: Sendable {
         return refuse(frame.callID, .internal, "HALF_CLOSE in the middle of a message", open: &open)
       }
       open.releaseRequest(of: frame.callID)
-      open.calls[frame.callID]?.isHalfClosed = true
+      open.calls.changeValue(forKey: frame.callID) { $0.isHalfClosed = true }
       return [.deliverEndOfRequests(callID: frame.callID)]
     default:
       guard !progress.isHalfClosed else { return refuse(frame.callID, .internal, "a message after the end of the requests", open: &open) }
@@ -318,7 +321,7 @@ public struct ServerConnectionStateMachine: Sendable {
         guard flag == 0 || open.peer.compression != .identity else {
           return refuse(frame.callID, .internal, "a compressed message on a connection without compression", open: &open)
         }
-        open.calls[frame.callID]?.heldRequestBytes = UInt32(clamping: message.count)
+        open.calls.changeValue(forKey: frame.callID) { $0.heldRequestBytes = UInt32(clamping: message.count) }
         open.heldRequestBytes += message.count
         return [.deliverMessage(callID: frame.callID, payload: message, compressed: flag == 1)]
       }
@@ -352,13 +355,24 @@ public struct ServerConnectionStateMachine: Sendable {
 
   /// A handler finished: send its status, which ends the call.
   public mutating func finishCall(callID: UInt32, status: CallStatus) -> [Action] {
-    guard var open = state.takeOpen() else { return [] }
+    guard let (frame, closes) = endCall(callID: callID, status: status) else { return [] }
+    return closes ? [.close(after: [.frame(frame)])] : [.write([.frame(frame)])]
+  }
+
+  /// What ``finishCall(callID:status:)`` does, for a transport that ends many calls at once
+  /// (answering a commit's publishes) and would rather not build arrays of actions for each:
+  /// the STATUS frame to write, and whether the connection closes once it is written (the last
+  /// call of a connection going away); `nil` when the call is over.
+  public mutating func endCall(callID: UInt32, status: CallStatus) -> (status: Frame, closes: Bool)? {
+    guard var open = state.takeOpen() else { return nil }
     defer { state.restore(open) }
-    guard open.calls[callID] != nil else { return [] }
+    guard open.calls[callID] != nil else { return nil }
     open.removeCall(callID)
-    let frame = ConnectionElement.frame(Frame(kind: .status, callID: callID, payload: status.serializedBytes()))
-    let close = closeIfDrained(open, after: [frame])
-    return close.isEmpty ? [.write([frame])] : close
+    let payload = status == Self.ok ? Self.okPayload : status.serializedBytes()
+    let frame = Frame(kind: .status, callID: callID, payload: payload)
+    guard isDrained(open) else { return (frame, false) }
+    state = .closed
+    return (frame, true)
   }
 
   /// Begins a graceful shutdown: GOAWAY naming the last call served, then close once the
@@ -387,9 +401,18 @@ public struct ServerConnectionStateMachine: Sendable {
   // MARK: Helpers
 
   private mutating func closeIfDrained(_ open: Open, after elements: [ConnectionElement]) -> [Action] {
-    guard open.lastServedCallID != nil, open.calls.isEmpty else { return [] }
+    guard isDrained(open) else { return [] }
     state = .closed
     return [.close(after: elements)]
+  }
+
+  /// The status most calls end with, and its encoding, made once and shared.
+  private static let ok = CallStatus(code: StatusCode.ok.rawValue)
+  private static let okPayload = ok.serializedBytes()
+
+  /// Whether the connection is going away and its last call has ended.
+  private func isDrained(_ open: Open) -> Bool {
+    open.lastServedCallID != nil && open.calls.isEmpty
   }
 
   /// Closes the connection with a GOAWAY of `code`; `open` is the connection's state if the

@@ -14,7 +14,11 @@ public struct FrameEncoder: MessageToByteEncoder {
       out.writeBytes(preface.bytes)
     case .frame(let frame):
       out.reserveCapacity(minimumWritableBytes: FrameHeader.size + frame.payload.count)
-      out.writeBytes(frame.header.bytes)
+      // The header's fields written in place (big-endian): no array per frame.
+      let length = frame.payload.count
+      out.writeMultipleIntegers(
+        UInt8(truncatingIfNeeded: length >> 16), UInt16(truncatingIfNeeded: length), frame.kind.rawValue, frame.flags,
+        frame.callID)
       out.writeBytes(frame.payload)
     }
   }

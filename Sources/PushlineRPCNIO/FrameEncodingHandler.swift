@@ -1,15 +1,25 @@
 import NIOCore
 import PushlineRPC
 
-/// Encodes each outbound preface or frame into a buffer of its own exact size.
+/// Encodes outbound prefaces and frames, the small ones of a flush back to back in one buffer.
 ///
-/// Unlike `MessageToByteHandler`, which reuses one buffer and so, while the previous frame is
-/// still queued in the channel, allocates a copy as large as the largest frame it ever wrote,
-/// every frame costs exactly its bytes: after one large message, the small ones that follow
-/// it while the channel is busy stay small.
+/// A connection that answers many calls at once (a commit answering a publisher's window, a
+/// MESSAGE and a STATUS frame each) would otherwise hand the channel a buffer per frame: two
+/// allocations, a queue entry and an iovec each. Small frames are appended to a pending buffer
+/// that goes down the pipeline at the flush, at a write that carries a promise, or once it
+/// holds ``batchLimit`` bytes, so that the channel's writability still sees a busy connection's
+/// bytes and the buffer stays small. A frame of ``batchLimit`` bytes or more goes in a buffer
+/// of its own exact size (after what is pending), so that one large message does not leave a
+/// large buffer behind for the small ones that follow it.
 final class FrameEncodingHandler: ChannelOutboundHandler {
   typealias OutboundIn = ConnectionElement
   typealias OutboundOut = ByteBuffer
+
+  /// The bytes a pending buffer holds at most before it goes down the pipeline.
+  static let batchLimit = 16 << 10
+
+  /// The frames written since the last flush, not yet passed down.
+  private var pending: ByteBuffer?
 
   func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
     let element = unwrapOutboundIn(data)
@@ -18,9 +28,34 @@ final class FrameEncodingHandler: ChannelOutboundHandler {
     case .preface: size = ConnectionPreface.size
     case .frame(let frame): size = FrameHeader.size + frame.payload.count
     }
-    var buffer = context.channel.allocator.buffer(capacity: size)
+    guard size < Self.batchLimit else {
+      writePending(context: context)
+      var buffer = context.channel.allocator.buffer(capacity: size)
+      FrameEncoder().encode(data: element, out: &buffer)
+      return context.write(wrapOutboundOut(buffer), promise: promise)
+    }
+    // Sized for the first frame and grown as frames join it: a buffer passed down holds at most
+    // twice its bytes, however few frames it carries (a slow reader's queue stays small).
+    var buffer = pending ?? context.channel.allocator.buffer(capacity: size)
+    pending = nil  // held once while it grows
     FrameEncoder().encode(data: element, out: &buffer)
-    context.write(wrapOutboundOut(buffer), promise: promise)
+    if promise == nil, buffer.readableBytes < Self.batchLimit {
+      pending = buffer
+    } else {
+      context.write(wrapOutboundOut(buffer), promise: promise)
+    }
+  }
+
+  func flush(context: ChannelHandlerContext) {
+    writePending(context: context)
+    context.flush()
+  }
+
+  /// Passes the pending frames down the pipeline, if any.
+  private func writePending(context: ChannelHandlerContext) {
+    guard let buffer = pending else { return }
+    pending = nil
+    context.write(wrapOutboundOut(buffer), promise: nil)
   }
 }
 

@@ -170,7 +170,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   func waitUntilWritable(callID: UInt32, _ writer: CheckedContinuation<Void, any Error>) {
     guard let context, calls[callID] != nil else { return writer.resume(throwing: CallResponder.callOver) }
     guard !context.channel.isWritable else { return writer.resume() }
-    calls[callID]?.writer = writer
+    calls.changeValue(forKey: callID) { $0.writer = writer }
   }
 
   /// Whether the channel takes more bytes now.
@@ -180,7 +180,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   func wakeWhenWritable(callID: UInt32, _ pump: CallPump) {
     guard let context, calls[callID] != nil else { return }
     guard !context.channel.isWritable else { return pump.wake() }
-    calls[callID]?.pumpAwaitsWritable = true
+    calls.changeValue(forKey: callID) { $0.pumpAwaitsWritable = true }
   }
 
   /// Makes `pump` the stream of `callID` until the call ends; it hears of the shutdown's
@@ -189,7 +189,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   func register(_ pump: CallPump, callID: UInt32) {
     guard calls[callID] != nil else { return pump.streamEnded() }
     calls[callID]?.pump?.streamEnded()  // a handler that pumps twice: the first stream is over
-    calls[callID]?.pump = pump
+    calls.changeValue(forKey: callID) { $0.pump = pump }
     if isGoingAway { pump.connectionIsGoingAway() }
   }
 
@@ -217,14 +217,20 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// the stream to a pump and returned OK — the pump then ends the call when its source does.
   func handlerReturned(callID: UInt32, status: CallStatus) {
     guard status.code == StatusCode.ok.rawValue, calls[callID]?.pump != nil else { return finish(callID: callID, status: status) }
-    calls[callID]?.task = nil  // the finished task's memory goes; the stream lives on in its pump
+    calls.changeValue(forKey: callID) { $0.task = nil }  // the finished task's memory goes; the stream lives on in its pump
   }
 
   /// Sends the status that ends the call.
   func finish(callID: UInt32, status: CallStatus) {
     let call = calls.removeValue(forKey: callID)
     call?.deadline?.cancel()
-    execute(machine.finishCall(callID: callID, status: status))
+    if let (frame, closes) = machine.endCall(callID: callID, status: status) {
+      if closes {
+        output?.close(after: [wrapOutboundOut(.frame(frame))])
+      } else {
+        output?.write(wrapOutboundOut(.frame(frame)))
+      }
+    }
     call?.pump?.streamEnded()
   }
 
@@ -270,12 +276,13 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   }
 
   private func deliver(_ payload: [UInt8], compressed: Bool, callID: UInt32) {
+    guard let opening = calls[callID]?.opening else { return }
     guard compressed, let peer else {
-      calls[callID]?.opening?.request = payload
+      opening.request = payload
       return
     }
     do throws(RPCError) {
-      calls[callID]?.opening?.request = try Deflate.decompress(payload, limit: peer.limits.maxMessageSize)
+      opening.request = try Deflate.decompress(payload, limit: peer.limits.maxMessageSize)
     } catch {
       stopHandler(of: callID)
       finish(callID: callID, status: error.status)
@@ -284,7 +291,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
   private func runHandler(of callID: UInt32) {
     guard let opening = calls[callID]?.opening, let context, let executor, let pumps else { return }
-    calls[callID]?.opening = nil
+    calls.changeValue(forKey: callID) { $0.opening = nil }
     guard let request = opening.request else {
       let refusal = RPCError(code: .invalidArgument, message: "the method takes one request, got none")
       return finish(callID: callID, status: refusal.status)
@@ -302,7 +309,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     let responder = CallResponder(
       connection: NIOLoopBound(self, eventLoop: context.eventLoop), callID: callID,
       compresses: serverContext.peer.compression == .deflate, pumps: pumps)
-    calls[callID]?.task = Task(executorPreference: executor) {
+    let task = Task(executorPreference: executor) {
       let status: CallStatus
       do {
         try await handler(request, RPCRouter.ResponseSink(send: responder.send, pump: responder.pump), serverContext)
@@ -312,6 +319,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
       }
       responder.handlerReturned(status: status)
     }
+    calls.changeValue(forKey: callID) { $0.task = task }
   }
 
   private func deadlinePassed(callID: UInt32) {
@@ -326,8 +334,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     guard let call = calls[callID] else { return }
     call.task?.cancel()
     call.deadline?.cancel()
-    calls[callID]?.writer = nil
-    calls[callID]?.pumpAwaitsWritable = false
+    calls.changeValue(forKey: callID) { call in
+      call.writer = nil
+      call.pumpAwaitsWritable = false
+    }
     call.writer?.resume(throwing: CallResponder.callOver)
   }
 
@@ -346,8 +356,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// The channel is writable again: every waiting writer and pump goes on.
   private func resumeWriters() {
     for (callID, call) in calls where call.writer != nil || call.pumpAwaitsWritable {
-      calls[callID]?.writer = nil
-      calls[callID]?.pumpAwaitsWritable = false
+      calls.changeValue(forKey: callID) { call in
+        call.writer = nil
+        call.pumpAwaitsWritable = false
+      }
       call.writer?.resume()
       if call.pumpAwaitsWritable { call.pump?.wake() }
     }

@@ -125,6 +125,7 @@ extension WireMessage {
   @inlinable
   public func serializedBytes() -> [UInt8] {
     let size = encodedSize()
+    guard size > 0 else { return [] }  // an empty message (an OK status): no storage allocated
     return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
       var writer = WireWriter(UnsafeMutableRawBufferPointer(buffer))
       encode(to: &writer)

@@ -68,6 +68,22 @@ struct ServerConnectionStateMachineTests {
     #expect(peer.limits.maxFrameSize == ConnectionLimits.defaults.maxFrameSize)
   }
 
+  @Test func theClockIsReadForTheHandshakeOnly() {
+    var reads = 0
+    func now() -> Int64 {
+      reads += 1
+      return 1_763_830_800_000
+    }
+    var machine = Machine(configuration: .init())
+    _ = machine.received(.preface(ConnectionPreface()), serverTimeMillis: now())
+    _ = machine.received(.frame(Self.hello()), serverTimeMillis: now())
+    #expect(reads == 1)
+    _ = machine.received(Self.start(1), serverTimeMillis: now())
+    _ = machine.received(Self.message(1, [7]), serverTimeMillis: now())
+    _ = machine.received(.frame(Frame(kind: .halfClose, callID: 1)), serverTimeMillis: now())
+    #expect(reads == 1)
+  }
+
   @Test func noCommonVersionIsRefusedWithAReason() throws {
     var machine = Machine()
     _ = machine.received(.preface(ConnectionPreface(version: 3)), serverTimeMillis: 0)
@@ -231,6 +247,26 @@ struct ServerConnectionStateMachineTests {
       return
     }
     #expect(after.count == 1)
+    #expect(machine.isClosed)
+  }
+
+  @Test func endingACallGivesItsStatusFrameAndWhetherTheConnectionThenCloses() throws {
+    var (machine, _) = Self.connected()
+    _ = machine.received(Self.start(1), serverTimeMillis: 0)
+    _ = machine.received(Self.start(2), serverTimeMillis: 0)
+    var status = CallStatus(code: StatusCode.notFound.rawValue)
+    status.message = "no such topic"
+    let ended = machine.endCall(callID: 1, status: status)
+    let first = try #require(ended)
+    #expect(first.status.kind == .status && first.status.callID == 1)
+    #expect(try CallStatus(serializedBytes: first.status.payload) == status)
+    #expect(!first.closes)
+    #expect(machine.endCall(callID: 1, status: status) == nil)  // over: nothing more to write
+    _ = machine.shutDown()
+    let lastEnded = machine.endCall(callID: 2, status: CallStatus(code: 0))
+    let last = try #require(lastEnded)
+    #expect(try CallStatus(serializedBytes: last.status.payload) == CallStatus(code: 0))
+    #expect(last.closes)
     #expect(machine.isClosed)
   }
 

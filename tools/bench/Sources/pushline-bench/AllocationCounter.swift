@@ -48,6 +48,22 @@ enum AllocationCounter {
     return Double(MallocInterposerSwift.getStatistics().mallocCount) / Double(iterations)
   }
 
+  /// Starts counting every allocation from now on, for the rest of the process's life (after
+  /// re-executing with the interposer preloaded if needed, as a child of a process that runs
+  /// without it); returns whether counting is available.
+  static func startCountingForLife() -> Bool {
+    preloadIfNeeded()
+    guard isActive else { return false }
+    MallocInterposerSwift.reset()
+    MallocInterposerSwift.hook()
+    return true
+  }
+
+  /// The allocations counted since ``startCountingForLife()``.
+  static var countedForLife: Int {
+    Int(MallocInterposerSwift.getStatistics().mallocCount)
+  }
+
   // MARK: Processes
 
   private static let preloadAttempted = "PUSHLINE_BENCH_INTERPOSER_PRELOADED"

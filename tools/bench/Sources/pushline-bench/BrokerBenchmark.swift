@@ -32,6 +32,13 @@ struct BrokerBenchmark: AsyncParsableCommand {
   @Option(help: ArgumentHelp("A command to run the load generator under (a profiler), split at spaces.", visibility: .hidden))
   var loadPrefix = ""
   @Flag(help: "Print the tables as Markdown.") var markdown = false
+  @Flag(
+    help: """
+      Count Pushline's broker's heap allocations (malloc-interposer) over its whole life, \
+      reported per delivery: a figure that does not vary with the machine's load, for comparing \
+      builds. Counting costs the broker a little time.
+      """)
+  var countAllocations = false
   @Flag(help: "Also measure (c) with connections that only handshake, to split memory between connection and subscription.")
   var idleBreakdown = false
 
@@ -151,6 +158,8 @@ struct BrokerBenchmark: AsyncParsableCommand {
   /// Runs one scenario against a fresh `broker`; returns the load generator's figures.
   private func measure(_ scenario: BrokerLoad.Scenario, on broker: String, environment: [String: String]) throws -> [String: Double] {
     var serverArguments = ["broker-server", "--implementation", broker, "--nats-server", natsServer]
+    let countsAllocations = countAllocations && broker != "nats"
+    if countsAllocations { serverArguments.append("--count-allocations") }
     var dataDir: URL?
     if broker == "sqlite" {
       let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-bench-\(UUID().uuidString)")
@@ -187,6 +196,11 @@ struct BrokerBenchmark: AsyncParsableCommand {
     for pair in line.dropFirst("RESULT ".count).split(separator: " ") {
       let parts = pair.split(separator: "=")
       if parts.count == 2, let value = Double(parts[1]) { values[String(parts[0])] = value }
+    }
+    if countsAllocations {
+      server.closeInput()
+      let mallocs = try server.line(startingWith: "MALLOCS ", timeout: 30).split(separator: " ")
+      values["brokerMallocs"] = mallocs.count == 2 ? Double(mallocs[1]) : nil
     }
     return values
   }

@@ -17,9 +17,16 @@ struct BrokerBenchmarkServer: AsyncParsableCommand {
   @Option var implementation: Implementation
   @Option(help: "SQLite's data directory.") var dataDir = ""
   @Option(help: "The nats-server executable.") var natsServer = "nats-server"
+  @Flag(help: "Count Pushline's allocations; print MALLOCS n when standard input closes.") var countAllocations = false
 
   func run() async throws {
-    AllocationCounter.execWithoutInterposer()
+    if countAllocations, implementation != .nats {
+      guard AllocationCounter.startCountingForLife() else {
+        throw ValidationError("allocations cannot be counted: \(AllocationCounter.manualCommand)")
+      }
+    } else {
+      AllocationCounter.execWithoutInterposer()
+    }
     ProcessStats.raiseFileLimit()
     switch implementation {
     case .nats: try runNATS()
@@ -44,6 +51,7 @@ struct BrokerBenchmarkServer: AsyncParsableCommand {
         group.addTask { await broker.run() }
         FileHandle.standardOutput.write(Data("PORT \(address.port!) PID \(getpid())\n".utf8))
         await Self.standardInputClosed()
+        if countAllocations { FileHandle.standardOutput.write(Data("MALLOCS \(AllocationCounter.countedForLife)\n".utf8)) }
         _exit(0)  // no graceful shutdown: the benchmark is over
       }
     }

@@ -29,6 +29,10 @@ struct BrokerReport {
     }
     let rate: (Double) -> String = { $0 >= 10_000 ? String(format: "%.0fk", $0 / 1_000) : String(format: "%.0f", $0) }
     let count: (Double) -> String = { String(format: "%.0f", $0) }
+    let decimal: (Double) -> String = { String(format: "%.1f", $0) }
+    let allocations: ([String: Double]) -> Double? = { values in
+      values["brokerMallocs"].flatMap { mallocs in values["delivered"].map { mallocs / max(1, $0) } }
+    }
     let micros: (Double) -> String = { String(format: "%.2f µs", $0) }
     let millis: (Double) -> String = { String(format: "%.2f ms", $0) }
     let seconds: (Double) -> String = { String(format: "%.2f s", $0) }
@@ -44,6 +48,7 @@ struct BrokerReport {
         Row(scenario: scenario, label: "publish acks/s (nats: PUBs/s, no acks)", value: key("publishesPerSecond"), format: rate, ratio: true),
         Row(scenario: scenario, label: "broker CPU per delivery", value: perDelivery("brokerCPUSeconds"), format: micros),
         Row(scenario: scenario, label: "load generator CPU per delivery", value: perDelivery("loadCPUSeconds"), format: micros),
+        Row(scenario: scenario, label: "broker allocations per delivery (whole life)", value: allocations, format: decimal),
       ]
     }
     rows += [

@@ -91,10 +91,15 @@ final class ChildProcess {
 
   private let adopted = Mutex<Int32?>(nil)
 
+  /// Closes its input: the child's signal to report what it has to and exit.
+  func closeInput() {
+    try? input.fileHandleForWriting.close()
+  }
+
   /// Closes its input (a child's signal to clean up and exit), gives it two seconds, then
   /// kills it and any grandchild it reported; waits until it is gone.
   func stop() {
-    try? input.fileHandleForWriting.close()
+    closeInput()
     let deadline = Date().addingTimeInterval(2)
     while process.isRunning, Date() < deadline { usleep(10_000) }
     if process.isRunning { kill(process.processIdentifier, SIGKILL) }

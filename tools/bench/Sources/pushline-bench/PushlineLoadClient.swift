@@ -10,7 +10,9 @@ import PushlineWire
 /// machine, driven on the event loop (no task or stream per connection, one flush per read
 /// burst), so that the generator's cost per delivery stays close to the nats-server client's.
 /// Subscribers scan `TopicUpdate`s in place (``TopicUpdateSummary``) instead of decoding them.
-/// Connections offer no compression: nats-server does not compress either.
+/// A connection's frames of one burst are encoded back to back into one buffer and written
+/// once (``FrameBurst``), as the nats-server publisher batches its PUBs. Connections offer no
+/// compression: nats-server does not compress either.
 enum PushlineLoadClient {
   static func configuration(token: String) -> ClientConnectionStateMachine.Configuration {
     var configuration = ClientConnectionStateMachine.Configuration(compressions: [], authToken: token)
@@ -35,7 +37,6 @@ enum PushlineLoadClient {
         channel.eventLoop.makeCompletedFuture {
           try channel.pipeline.syncOperations.addHandlers([
             ByteToMessageHandler(FrameDecoder(maxPayloadLength: configuration.limits.maxFrameSize)),
-            MessageToByteHandler(FrameEncoder()),
             PushlineSubscriberHandler(
               configuration: configuration, request: request, progress: progress, subscribed: subscribed),
           ])
@@ -57,7 +58,6 @@ enum PushlineLoadClient {
         channel.eventLoop.makeCompletedFuture {
           try channel.pipeline.syncOperations.addHandlers([
             ByteToMessageHandler(FrameDecoder(maxPayloadLength: configuration.limits.maxFrameSize)),
-            MessageToByteHandler(FrameEncoder()),
             PushlinePublisherHandler(configuration: configuration, plan: plan, done: done),
           ])
         }
@@ -69,32 +69,53 @@ enum PushlineLoadClient {
   }
 }
 
-/// Executes a client state machine's actions on a channel; returns the machine's events the
-/// caller handles (ready, messages, call ends).
-private func execute(
-  _ actions: [ClientConnectionStateMachine.Action], context: ChannelHandlerContext,
-  _ handle: (ClientConnectionStateMachine.Action) -> Void
-) {
-  for action in actions {
-    switch action {
-    case .write(let elements):
-      for element in elements { context.write(NIOAny(element), promise: nil) }
-    case .close(let elements):
-      for element in elements { context.write(NIOAny(element), promise: nil) }
-      context.flush()
-      context.close(promise: nil)
-    default:
-      handle(action)
+/// The frames a load connection writes in one burst, encoded back to back into one buffer that
+/// goes to the channel in one write and one flush.
+struct FrameBurst {
+  private var buffer: ByteBuffer?
+
+  /// Executes a client state machine's writes and closes: frames join the burst, a close sends
+  /// the burst and closes. Returns the machine's other actions (its events), for the caller.
+  mutating func execute(
+    _ actions: [ClientConnectionStateMachine.Action], context: ChannelHandlerContext
+  ) -> [ClientConnectionStateMachine.Action] {
+    actions.filter { action in
+      switch action {
+      case .write(let elements):
+        append(elements, context: context)
+      case .close(let elements):
+        append(elements, context: context)
+        send(context: context)
+        context.close(promise: nil)
+      default:
+        return true
+      }
+      return false
     }
+  }
+
+  /// Writes and flushes the burst's frames, if any.
+  mutating func send(context: ChannelHandlerContext) {
+    guard let frames = buffer else { return }
+    buffer = nil
+    context.writeAndFlush(NIOAny(frames), promise: nil)
+  }
+
+  private mutating func append(_ elements: [ConnectionElement], context: ChannelHandlerContext) {
+    var frames = buffer ?? context.channel.allocator.buffer(capacity: 4096)
+    buffer = nil  // held once while it grows
+    for element in elements { FrameEncoder().encode(data: element, out: &frames) }
+    buffer = frames
   }
 }
 
 /// One subscriber: handshake, one Subscribe call, then counts the changes it receives.
 final class PushlineSubscriberHandler: ChannelInboundHandler {
   typealias InboundIn = ConnectionElement
-  typealias OutboundOut = ConnectionElement
+  typealias OutboundOut = ByteBuffer
 
   private var machine: ClientConnectionStateMachine
+  private var burst = FrameBurst()
   private let request: [UInt8]?
   private let progress: SubscriberProgress
   private let subscribed: EventLoopPromise<Void>
@@ -114,7 +135,7 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
 
   func channelActive(context: ChannelHandlerContext) {
     run(machine.start(), context: context)
-    context.flush()
+    burst.send(context: context)
     context.fireChannelActive()
   }
 
@@ -129,7 +150,7 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
   }
 
   func channelReadComplete(context: ChannelHandlerContext) {
-    context.flush()
+    burst.send(context: context)
   }
 
   func channelInactive(context: ChannelHandlerContext) {
@@ -162,7 +183,7 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
   }
 
   private func run(_ actions: [ClientConnectionStateMachine.Action], context: ChannelHandlerContext) {
-    execute(actions, context: context) { action in
+    for action in burst.execute(actions, context: context) {
       switch action {
       case .connectionReady:
         guard let request else {
@@ -198,9 +219,10 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
 /// tick sends what is due, within the window).
 final class PushlinePublisherHandler: ChannelInboundHandler {
   typealias InboundIn = ConnectionElement
-  typealias OutboundOut = ConnectionElement
+  typealias OutboundOut = ByteBuffer
 
   private var machine: ClientConnectionStateMachine
+  private var burst = FrameBurst()
   private let plan: PublishPlan
   private let done: EventLoopPromise<PublishResult>
   private var responses: [UInt32: Int] = [:]  // call id → topic index
@@ -220,7 +242,7 @@ final class PushlinePublisherHandler: ChannelInboundHandler {
 
   func channelActive(context: ChannelHandlerContext) {
     run(machine.start(), context: context)
-    context.flush()
+    burst.send(context: context)
     context.fireChannelActive()
   }
 
@@ -229,7 +251,7 @@ final class PushlinePublisherHandler: ChannelInboundHandler {
   }
 
   func channelReadComplete(context: ChannelHandlerContext) {
-    context.flush()
+    burst.send(context: context)
   }
 
   func channelInactive(context: ChannelHandlerContext) {
@@ -267,18 +289,18 @@ final class PushlinePublisherHandler: ChannelInboundHandler {
   private var pendingResponse: [UInt32: [UInt8]] = [:]
 
   private func run(_ actions: [ClientConnectionStateMachine.Action], context: ChannelHandlerContext) {
-    execute(actions, context: context) { action in
+    for action in burst.execute(actions, context: context) {
       switch action {
       case .connectionReady:
         started = ProcessStats.monotonicNanos()
         pump(context: context)
-        context.flush()
+        burst.send(context: context)
         if plan.rate != nil {
           let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
           ticker = context.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(1), delay: .microseconds(500)) { _ in
             let (handler, context) = loopBound.value
             handler.pump(context: context)
-            context.flush()
+            handler.burst.send(context: context)
           }
         }
       case .deliverMessage(let id, let payload, _):

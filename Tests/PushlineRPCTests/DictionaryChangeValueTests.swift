@@ -1,0 +1,39 @@
+import PushlineRPC
+import Testing
+
+@Suite("Dictionary.changeValue: a value changed in place")
+struct DictionaryChangeValueTests {
+  @Test func aStoredValueChangesAndAnAbsentOneStaysAbsent() {
+    var counts = ["a": 1, "b": 2]
+    counts.changeValue(forKey: "a") { $0 += 10 }
+    counts.changeValue(forKey: "z") { $0 += 10 }
+    #expect(counts == ["a": 11, "b": 2])
+  }
+
+  @Test func anAbsentValueStartsFromTheDefault() {
+    var counts: [String: Int] = [:]
+    counts.changeValue(forKey: "a", default: 5) { $0 += 1 }
+    counts.changeValue(forKey: "a", default: 5) { $0 += 1 }
+    #expect(counts == ["a": 7])
+  }
+
+  @Test func aValueThatHoldsABufferIsChangedWithoutCopyingIt() {
+    var tables: [String: [Int]] = ["t": [1, 2, 3]]
+    let before = tables["t"]!.withUnsafeBufferPointer { $0.baseAddress }
+    tables.changeValue(forKey: "t") { $0[0] = 9 }
+    #expect(tables["t"] == [9, 2, 3])
+    #expect(tables["t"]!.withUnsafeBufferPointer { $0.baseAddress } == before)
+  }
+
+  @Test func aThrowingChangeStillLeavesTheValueStored() {
+    struct Refused: Error {}
+    var counts = ["a": 1]
+    #expect(throws: Refused.self) {
+      try counts.changeValue(forKey: "a") { (value: inout Int) throws(Refused) in
+        value += 1
+        throw Refused()
+      }
+    }
+    #expect(counts == ["a": 2])
+  }
+}
