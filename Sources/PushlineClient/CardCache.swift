@@ -1,3 +1,4 @@
+import PushlineRPC
 public import PushlineSchema
 import Synchronization
 
@@ -26,7 +27,9 @@ public final class CardCache: Sendable {
   @discardableResult
   public func apply(_ update: TopicUpdate, receivedAtMillis: Int64) -> TopicCache.Outcome {
     state.withLock { state in
-      let outcome = state.topics[update.topic, default: TopicCache(topic: update.topic)].apply(update, receivedAtMillis: receivedAtMillis)
+      let outcome = state.topics.changeValue(forKey: update.topic, default: TopicCache(topic: update.topic)) {
+        $0.apply(update, receivedAtMillis: receivedAtMillis)
+      }
       state.dirty.insert(update.topic)
       return outcome
     }

@@ -1,28 +1,31 @@
 extension Dictionary {
-  /// Changes the value stored for `key` in place, if there is one.
+  /// Changes the value stored for `key` in place, if there is one, and returns what `change`
+  /// returns (`nil` when there is no value).
   ///
   /// What `dictionary[key]?.field = x` does, without the subscript's `_modify` accessor: its
   /// coroutine frame does not fit the caller's buffer and is allocated on the heap, a cost on
   /// every call of the hot paths that change a table of calls or topics per frame or publish.
   /// The value is moved out while it changes, so a copy-on-write buffer it holds (a topic's
-  /// card table) is changed without being copied.
+  /// card table, a call's responses) is changed without being copied.
   @inlinable
-  package mutating func changeValue<Failure: Error>(
-    forKey key: Key, _ change: (inout Value) throws(Failure) -> Void
-  ) throws(Failure) {
-    guard var value = removeValue(forKey: key) else { return }
+  @discardableResult
+  package mutating func changeValue<Result, Failure: Error>(
+    forKey key: Key, _ change: (inout Value) throws(Failure) -> Result
+  ) throws(Failure) -> Result? {
+    guard var value = removeValue(forKey: key) else { return nil }
     defer { self[key] = value }
-    try change(&value)
+    return try change(&value)
   }
 
   /// Changes the value stored for `key` in place, starting from `defaultValue()` when there is
-  /// none (see ``changeValue(forKey:_:)``).
+  /// none, and returns what `change` returns (see ``changeValue(forKey:_:)``).
   @inlinable
-  package mutating func changeValue<Failure: Error>(
-    forKey key: Key, default defaultValue: @autoclosure () -> Value, _ change: (inout Value) throws(Failure) -> Void
-  ) throws(Failure) {
+  @discardableResult
+  package mutating func changeValue<Result, Failure: Error>(
+    forKey key: Key, default defaultValue: @autoclosure () -> Value, _ change: (inout Value) throws(Failure) -> Result
+  ) throws(Failure) -> Result {
     var value = removeValue(forKey: key) ?? defaultValue()
     defer { self[key] = value }
-    try change(&value)
+    return try change(&value)
   }
 }

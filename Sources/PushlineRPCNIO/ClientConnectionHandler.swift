@@ -202,14 +202,14 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         return execute(machine.cancel(callID: callID))
       }
     }
-    // In place, through the dictionary's modify accessor: no copy of the call per message.
-    if calls[callID]?.receive(payload) == true { streamsWithPending.append(callID) }
+    // In place: no copy of the call's responses per message.
+    if calls.changeValue(forKey: callID, { $0.receive(payload) }) == true { streamsWithPending.append(callID) }
   }
 
   private func handOverPendingResponses() {
     for callID in streamsWithPending {
       guard let call = calls[callID], case .stream(let continuation) = call.waiter, !call.received.isEmpty else { continue }
-      calls[callID]?.received = []
+      calls.changeValue(forKey: callID) { $0.received = [] }
       continuation.yield(call.received)
     }
     streamsWithPending.removeAll(keepingCapacity: true)

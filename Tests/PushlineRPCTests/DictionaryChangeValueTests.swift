@@ -5,8 +5,16 @@ import Testing
 struct DictionaryChangeValueTests {
   @Test func aStoredValueChangesAndAnAbsentOneStaysAbsent() {
     var counts = ["a": 1, "b": 2]
-    counts.changeValue(forKey: "a") { $0 += 10 }
-    counts.changeValue(forKey: "z") { $0 += 10 }
+    let changed = counts.changeValue(forKey: "a") { value -> Int in
+      value += 10
+      return value
+    }
+    let absent = counts.changeValue(forKey: "z") { value -> Int in
+      value += 10
+      return value
+    }
+    #expect(changed == 11)
+    #expect(absent == nil)
     #expect(counts == ["a": 11, "b": 2])
   }
 
