@@ -17,6 +17,9 @@ struct BrokerReport {
     var format: (Double) -> String
     var ratio = false
     var target = ""
+    /// A figure measured only on request (and never for nats-server): the row is left out
+    /// when no broker has it, and a broker without it shows "—", not FAILED.
+    var isOptional = false
   }
 
   static var rows: [Row] {
@@ -48,7 +51,9 @@ struct BrokerReport {
         Row(scenario: scenario, label: "publish acks/s (nats: PUBs/s, no acks)", value: key("publishesPerSecond"), format: rate, ratio: true),
         Row(scenario: scenario, label: "broker CPU per delivery", value: perDelivery("brokerCPUSeconds"), format: micros),
         Row(scenario: scenario, label: "load generator CPU per delivery", value: perDelivery("loadCPUSeconds"), format: micros),
-        Row(scenario: scenario, label: "broker allocations per delivery (whole life)", value: allocations, format: decimal),
+        Row(
+          scenario: scenario, label: "broker allocations per delivery (whole life)", value: allocations, format: decimal,
+          isOptional: true),
       ]
     }
     rows += [
@@ -83,7 +88,8 @@ struct BrokerReport {
       var first = true
       for row in Self.rows where row.scenario == scenario {
         let figures = brokers.map { broker in values["\(scenario.rawValue)/\(broker)"].flatMap(row.value) }
-        var line = [first ? describe(scenario) : "", row.label] + figures.map { $0.map(row.format) ?? "FAILED" }
+        if row.isOptional, figures.allSatisfy({ $0 == nil }) { continue }
+        var line = [first ? describe(scenario) : "", row.label] + figures.map { $0.map(row.format) ?? (row.isOptional ? "—" : "FAILED") }
         if hasNATS {
           let nats = figures[brokers.firstIndex(of: "nats")!]
           line += ours.map { broker in
