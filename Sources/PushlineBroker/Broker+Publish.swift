@@ -72,7 +72,7 @@ extension Broker {
       intake.pending.append(
         PendingPublish(
           topic: request.topic, epoch: head.epoch, records: records, idempotencyKey: request.idempotencyKey,
-          waiters: [(completion, false)]))
+          completion: completion))
       guard !intake.isCommitting else { return .queued }
       intake.isCommitting = true
       return .commit
@@ -91,7 +91,7 @@ extension Broker {
     in publishes: inout [PendingPublish]
   ) -> Bool {
     guard let index = publishes.firstIndex(where: { $0.topic == topic && $0.idempotencyKey == key }) else { return false }
-    publishes[index].waiters.append((completion, true))
+    publishes[index].retries.append(completion)
     return true
   }
 
@@ -159,7 +159,7 @@ extension Broker {
         defer { intake.committing = [] }
         return intake.committing
       }
-      for publish in failed { for waiter in publish.waiters { waiter.completion(.failure(failure)) } }
+      for publish in failed { publish.fail(failure) }
       return true
     }
     applyCommitted(batch, publishes)
@@ -185,7 +185,9 @@ extension Broker {
     }
     guard let (publishes, prunes, forgets) = taken else { return nil }
     var batch = StorageBatch()
+    batch.topics.reserveCapacity(publishes.count)
     var topicIndex: [String: Int] = [:]
+    topicIndex.reserveCapacity(publishes.count)
     for publish in publishes {
       if let index = topicIndex[publish.topic] {
         batch.topics[index].records += publish.records
@@ -214,7 +216,14 @@ extension Broker {
   /// one and moves to the back. So a batch is coalesced once, not once per subscriber.
   static func latestVersions(of records: [CardRecord]) -> [CardRecord] {
     guard records.count > 1 else { return records }
+    // A few records (a topic's share of one commit, usually): compared pairwise, with no table.
+    if records.count <= 8 {
+      func isSuperseded(_ index: Int) -> Bool { records[(index + 1)...].contains { $0.cardID == records[index].cardID } }
+      guard records.indices.contains(where: isSuperseded) else { return records }
+      return records.indices.filter { !isSuperseded($0) }.map { records[$0] }
+    }
     var last: [String: Int] = [:]
+    last.reserveCapacity(records.count)
     for (index, record) in records.enumerated() { last[record.cardID] = index }
     guard last.count < records.count else { return records }
     return records.indices.filter { last[records[$0].cardID] == $0 }.map { records[$0] }
@@ -277,9 +286,7 @@ extension Broker {
     }
     // The publishers last: once a publish is answered, every subscriber's queue holds its
     // changes (a subscriber in the same process reads its writes).
-    for publish in committed {
-      for waiter in publish.waiters { waiter.completion(.success(publish.response(replayed: waiter.isRetry))) }
-    }
+    for publish in committed { publish.answerCommitted() }
     configuration.metrics.publishes.increment(by: publishes.count)
     configuration.metrics.publishedChanges.increment(by: publishes.reduce(0) { $0 + $1.records.count })
     if coalesced > 0 { configuration.metrics.coalescedChanges.increment(by: coalesced) }

@@ -29,7 +29,7 @@ public final class Broker: Sendable {
     /// offsets are never reused, even after a failed commit.
     var heads: [String: (epoch: Int64, lastAssigned: Int64)] = [:]
     var pending: [PendingPublish] = []
-    /// The publishes of the commit under way: a retry of one joins its waiters here.
+    /// The publishes of the commit under way: a retry of one joins it here, as one of its retries.
     var committing: [PendingPublish] = []
     var pendingPrunes: [TombstonePrune] = []
     var isCommitting = false

@@ -52,6 +52,7 @@ public struct OutboundQueue: Sendable {
   /// same card; returns whether it replaced one.
   @discardableResult
   public mutating func append(_ change: CardChange, topic: String) -> Bool {
+    reserveIfEmpty()
     var coalesced = false
     let key = Key(topic: topic, cardID: change.cardID)
     if let position = positions[key] {
@@ -69,6 +70,7 @@ public struct OutboundQueue: Sendable {
 
   /// Queues a snapshot of its topic.
   public mutating func append(snapshot: TopicUpdate) {
+    reserveIfEmpty()
     slots.append(.snapshot(snapshot))
     entryCount += 1
     perTopic.changeValue(forKey: snapshot.topic, default: 0) { $0 += 1 }
@@ -125,6 +127,18 @@ public struct OutboundQueue: Sendable {
       changeCount -= 1
     }
   }
+
+  /// An empty queue holds no storage (see `compactIfSparse()`); the first entry of a burst
+  /// makes room for a few, so that the next ones (a commit usually brings a subscriber more
+  /// than one change) do not grow the tables one allocation at a time.
+  private mutating func reserveIfEmpty() {
+    guard slots.isEmpty else { return }
+    slots.reserveCapacity(Self.burstCapacity)
+    positions.reserveCapacity(Self.burstCapacity)
+  }
+
+  /// The entries an empty queue makes room for at its first.
+  private static let burstCapacity = 8
 
   private mutating func compactIfSparse() {
     if entryCount == 0 {

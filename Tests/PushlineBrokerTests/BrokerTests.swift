@@ -164,7 +164,7 @@ struct BrokerTests {
       group.addTask { (false, try await broker.publish("t", [card("a", 1)], key: "k1")) }
       while storage.heldCount < 1 { await Task.yield() }
       group.addTask { (true, try await broker.publish("t", [card("a", 1)], key: "k1")) }
-      while broker.intake.withLock({ $0.committing.first?.waiters.count }) != 2 { await Task.yield() }
+      while broker.intake.withLock({ $0.committing.first?.retries.count }) != 1 { await Task.yield() }
       storage.release()
       let answers = try await group.reduce(into: [Bool: PublishResponse]()) { $0[$1.0] = $1.1 }
       return (answers[false]!, answers[true]!)
