@@ -29,8 +29,8 @@ public final class InMemoryBrokerStorage: BrokerStorage {
         // In place: a copy of the topic would copy its whole card table on every commit.
         contents.topics.changeValue(forKey: changes.topic, default: TopicState(name: changes.topic, epoch: changes.epoch)) {
           $0.apply(changes.records)
+          $0.topOffset = max($0.topOffset, changes.topOffset)
         }
-        contents.topics[changes.topic]!.topOffset = max(contents.topics[changes.topic]!.topOffset, changes.topOffset)
       }
       for prune in batch.prunes { contents.topics.changeValue(forKey: prune.topic) { $0.apply(prune) } }
       if let cutoff = batch.forgetPublishRecordsBeforeMillis {
