@@ -158,14 +158,32 @@ public struct ServerConnectionStateMachine: Sendable {
   /// Handles a preface or frame from the peer; `serverTimeMillis` goes into the handshake (and is
   /// read only then: the clock is not consulted for every frame).
   public mutating func received(_ element: ConnectionElement, serverTimeMillis: @autoclosure () -> Int64) -> [Action] {
+    var actions: [Action] = []
+    received(element, serverTimeMillis: serverTimeMillis(), into: &actions)
+    return actions
+  }
+
+  /// What ``received(_:serverTimeMillis:)`` does, appending the actions to `actions`: for a
+  /// transport that reads many frames in a burst and reuses one array for their actions,
+  /// rather than allocate one per frame.
+  public mutating func received(
+    _ element: ConnectionElement, serverTimeMillis: @autoclosure () -> Int64, into actions: inout [Action]
+  ) {
     // The common case first, outside the switch: a switch over `(state, element)` would hold a
     // copy of the open state, and changing it in place would then copy its tables.
     if case .open = state, case .frame(let frame) = element {
-      guard var open = state.takeOpen() else { return [] }
-      let actions = received(frame, open: &open)
+      guard var open = state.takeOpen() else { return }
+      received(frame, open: &open, into: &actions)
       state.restore(open)
-      return actions
+      return
     }
+    actions += receivedOutsideTheOpenPhase(element, serverTimeMillis: serverTimeMillis())
+  }
+
+  /// A preface or frame before the handshake is done, or a preface after it.
+  private mutating func receivedOutsideTheOpenPhase(
+    _ element: ConnectionElement, serverTimeMillis: @autoclosure () -> Int64
+  ) -> [Action] {
     switch (state, element) {
     case (.closed, _), (.updating, _):
       return []
@@ -232,98 +250,101 @@ public struct ServerConnectionStateMachine: Sendable {
     ]
   }
 
-  private mutating func received(_ frame: Frame, open: inout Open) -> [Action] {
+  private mutating func received(_ frame: Frame, open: inout Open, into actions: inout [Action]) {
     switch frame.kind {
     case .callStart:
-      return startCall(frame, open: &open)
+      startCall(frame, open: &open, into: &actions)
     case .message, .halfClose, .cancel:
-      return callFrame(frame, open: &open)
+      callFrame(frame, open: &open, into: &actions)
     case .ping:
-      guard frame.callID == 0, frame.payload.count == 8 else { return violation(.internal, "malformed PING", open: open) }
+      guard frame.callID == 0, frame.payload.count == 8 else { return actions += violation(.internal, "malformed PING", open: open) }
       open.pingsWithoutActivity += 1
       guard open.pingsWithoutActivity <= configuration.pingBudget else {
-        return violation(.resourceExhausted, "too many pings", open: open)
+        return actions += violation(.resourceExhausted, "too many pings", open: open)
       }
-      return [.write([.frame(Frame(kind: .pong, callID: 0, payload: frame.payload))])]
+      actions.append(.write([.frame(Frame(kind: .pong, callID: 0, payload: frame.payload))]))
     case .pong:
-      return [.pongReceived(payload: frame.payload)]
+      actions.append(.pongReceived(payload: frame.payload))
     case .goAway:
       // The client starts no more calls; close once those in progress end.
       open.lastServedCallID = open.highestCallID
-      return closeIfDrained(open, after: [])
+      actions += closeIfDrained(open, after: [])
     case .handshake, .status:
-      return violation(.internal, "a client may not send \(frame.kind) here", open: open)
+      actions += violation(.internal, "a client may not send \(frame.kind) here", open: open)
     default:
-      return []  // Unknown kinds are ignored, for forward compatibility.
+      break  // Unknown kinds are ignored, for forward compatibility.
     }
   }
 
-  private mutating func startCall(_ frame: Frame, open: inout Open) -> [Action] {
+  private mutating func startCall(_ frame: Frame, open: inout Open, into actions: inout [Action]) {
     guard frame.callID > open.highestCallID else {
-      return violation(.internal, "call id \(frame.callID) does not increase (last \(open.highestCallID))", open: open)
+      return actions += violation(.internal, "call id \(frame.callID) does not increase (last \(open.highestCallID))", open: open)
     }
     guard let start = try? CallStart(serializedBytes: frame.payload) else {
-      return violation(.internal, "malformed CallStart on call \(frame.callID)", open: open)
+      return actions += violation(.internal, "malformed CallStart on call \(frame.callID)", open: open)
     }
     open.highestCallID = frame.callID
     open.pingsWithoutActivity = 0
     if let last = open.lastServedCallID, frame.callID > last {
-      return [.write([Self.status(frame.callID, .unavailable, "the server is going away; retry on a new connection")])]
+      return actions += [.write([Self.status(frame.callID, .unavailable, "the server is going away; retry on a new connection")])]
     }
     guard open.calls.count < open.peer.limits.maxConcurrentCalls else {
-      return [.write([Self.status(frame.callID, .resourceExhausted, "more than \(open.peer.limits.maxConcurrentCalls) concurrent calls")])]
+      return actions += [.write([Self.status(frame.callID, .resourceExhausted, "more than \(open.peer.limits.maxConcurrentCalls) concurrent calls")])]
     }
     open.calls[frame.callID] = CallProgress()
-    return [.startCall(callID: frame.callID, start)]
+    actions.append(.startCall(callID: frame.callID, start))
   }
 
-  private mutating func callFrame(_ frame: Frame, open: inout Open) -> [Action] {
+  private mutating func callFrame(_ frame: Frame, open: inout Open, into actions: inout [Action]) {
     guard let progress = open.calls[frame.callID] else {
       // A call that has ended: the frame crossed its end in flight. One never started: a violation.
-      return frame.callID <= open.highestCallID && frame.callID != 0
-        ? [] : violation(.internal, "\(frame.kind) for call \(frame.callID), which was never started", open: open)
+      guard frame.callID <= open.highestCallID && frame.callID != 0 else {
+        return actions += violation(.internal, "\(frame.kind) for call \(frame.callID), which was never started", open: open)
+      }
+      return
     }
     open.pingsWithoutActivity = 0
     switch frame.kind {
     case .cancel:
       open.removeCall(frame.callID)
-      return [.cancelCall(callID: frame.callID)] + closeIfDrained(open, after: [])
+      actions.append(.cancelCall(callID: frame.callID))
+      actions += closeIfDrained(open, after: [])
     case .halfClose:
       guard !open.messages.isUnfinished(callID: frame.callID) else {
-        return refuse(frame.callID, .internal, "HALF_CLOSE in the middle of a message", open: &open)
+        return actions += refuse(frame.callID, .internal, "HALF_CLOSE in the middle of a message", open: &open)
       }
       open.releaseRequest(of: frame.callID)
       open.calls.changeValue(forKey: frame.callID) { $0.isHalfClosed = true }
-      return [.deliverEndOfRequests(callID: frame.callID)]
+      actions.append(.deliverEndOfRequests(callID: frame.callID))
     default:
-      guard !progress.isHalfClosed else { return refuse(frame.callID, .internal, "a message after the end of the requests", open: &open) }
+      guard !progress.isHalfClosed else { return actions += refuse(frame.callID, .internal, "a message after the end of the requests", open: &open) }
       // Every method takes one request (client streaming is not in version 1): a second one is
       // refused as it arrives, not held until the call's end.
       guard progress.heldRequestBytes == nil else {
-        return refuse(frame.callID, .invalidArgument, "the method takes one request, got more", open: &open)
+        return actions += refuse(frame.callID, .invalidArgument, "the method takes one request, got more", open: &open)
       }
       let buffered = open.heldRequestBytes + open.messages.bufferedBytes + frame.payload.count
       guard buffered <= configuration.maxBufferedRequestBytes else {
-        return refuse(
+        return actions += refuse(
           frame.callID, .resourceExhausted,
           "requests not yet ended would hold \(buffered) bytes on this connection, limit \(configuration.maxBufferedRequestBytes)",
           open: &open)
       }
       switch open.messages.receive(frame, limit: open.peer.limits.maxMessageSize) {
       case .incomplete:
-        return []
+        return
       case .malformed:
-        return violation(.internal, "MESSAGE on call \(frame.callID) without a valid compressed flag", open: open)
+        return actions += violation(.internal, "MESSAGE on call \(frame.callID) without a valid compressed flag", open: open)
       case .tooLarge(let bytes):
-        return refuse(frame.callID, .resourceExhausted, "a message of \(bytes) bytes, limit \(open.peer.limits.maxMessageSize)", open: &open)
+        return actions += refuse(frame.callID, .resourceExhausted, "a message of \(bytes) bytes, limit \(open.peer.limits.maxMessageSize)", open: &open)
       case .complete(let flag, let message):
-        guard flag <= 1 else { return violation(.internal, "MESSAGE on call \(frame.callID) without a valid compressed flag", open: open) }
+        guard flag <= 1 else { return actions += violation(.internal, "MESSAGE on call \(frame.callID) without a valid compressed flag", open: open) }
         guard flag == 0 || open.peer.compression != .identity else {
-          return refuse(frame.callID, .internal, "a compressed message on a connection without compression", open: &open)
+          return actions += refuse(frame.callID, .internal, "a compressed message on a connection without compression", open: &open)
         }
         open.calls.changeValue(forKey: frame.callID) { $0.heldRequestBytes = UInt32(clamping: message.count) }
         open.heldRequestBytes += message.count
-        return [.deliverMessage(callID: frame.callID, payload: message, compressed: flag == 1)]
+        actions.append(.deliverMessage(callID: frame.callID, payload: message, compressed: flag == 1))
       }
     }
   }

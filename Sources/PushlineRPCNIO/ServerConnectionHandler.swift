@@ -71,6 +71,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   }
 
   private var machine: ServerConnectionStateMachine
+  /// The actions of the frame being read, in one array reused for every frame of a read burst.
+  private var burstActions: [ServerConnectionStateMachine.Action] = []
   private let router: RPCRouter
   private let gracePeriod: TimeAmount
   private var peer: ServerConnectionStateMachine.Peer?
@@ -117,10 +119,16 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
     output?.readStarted()
     let element = unwrapInboundIn(data)
-    execute(machine.received(element, serverTimeMillis: WallClock.systemMillis()))
+    var actions = burstActions
+    burstActions = []  // taken while in use: a reentrant read would start an array of its own
+    machine.received(element, serverTimeMillis: WallClock.systemMillis(), into: &actions)
+    execute(actions)
+    actions.removeAll(keepingCapacity: true)
+    burstActions = actions
   }
 
   func channelReadComplete(context: ChannelHandlerContext) {
+    burstActions = []  // an idle connection keeps no array
     output?.readCompleted()
     context.fireChannelReadComplete()
   }

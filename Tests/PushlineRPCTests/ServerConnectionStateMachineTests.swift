@@ -117,6 +117,22 @@ struct ServerConnectionStateMachineTests {
     #expect(machine.send(message: [9], compressed: false, callID: 1).isEmpty)
   }
 
+  @Test func aBurstsActionsAreAppendedToOneArray() throws {
+    var (machine, _) = Self.connected()
+    var actions: [Machine.Action] = [.pongReceived(payload: [1])]  // what the burst held before
+    machine.received(Self.start(1), serverTimeMillis: 0, into: &actions)
+    machine.received(Self.message(1, [7, 7]), serverTimeMillis: 0, into: &actions)
+    machine.received(.frame(Frame(kind: .halfClose, callID: 1)), serverTimeMillis: 0, into: &actions)
+    try #require(actions.count == 4)
+    #expect(actions[0] == .pongReceived(payload: [1]))
+    guard case .startCall(1, let start) = actions[1] else {
+      Issue.record("expected the call to start, got \(actions[1])")
+      return
+    }
+    #expect(start.method == "/pushline.Health/Check")
+    #expect(Array(actions[2...]) == [.deliverMessage(callID: 1, payload: [7, 7], compressed: false), .deliverEndOfRequests(callID: 1)])
+  }
+
   @Test func callIDsMustIncrease() throws {
     var (machine, _) = Self.connected()
     _ = machine.received(Self.start(5), serverTimeMillis: 0)
