@@ -180,7 +180,8 @@ public struct ServerConnectionStateMachine: Sendable {
     actions += receivedOutsideTheOpenPhase(element, serverTimeMillis: serverTimeMillis())
   }
 
-  /// A preface or frame before the handshake is done, or a preface after it.
+  /// Everything but a frame on an open connection: the preface and the handshake, a second
+  /// preface, and whatever arrives once the connection is closed.
   private mutating func receivedOutsideTheOpenPhase(
     _ element: ConnectionElement, serverTimeMillis: @autoclosure () -> Int64
   ) -> [Action] {
