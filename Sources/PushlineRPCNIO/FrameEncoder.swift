@@ -14,11 +14,12 @@ public struct FrameEncoder: MessageToByteEncoder {
       out.writeBytes(preface.bytes)
     case .frame(let frame):
       out.reserveCapacity(minimumWritableBytes: FrameHeader.size + frame.payload.count)
-      // The header's fields written in place (big-endian): no array per frame.
-      let length = frame.payload.count
+      // The header's fields written in place (big-endian): no array per frame. `FrameHeader`
+      // checks that the length fits its 24 bits and the call id its 31.
+      let header = frame.header
       out.writeMultipleIntegers(
-        UInt8(truncatingIfNeeded: length >> 16), UInt16(truncatingIfNeeded: length), frame.kind.rawValue, frame.flags,
-        frame.callID)
+        UInt8(truncatingIfNeeded: header.payloadLength >> 16), UInt16(truncatingIfNeeded: header.payloadLength),
+        header.kind.rawValue, header.flags, header.callID)
       out.writeBytes(frame.payload)
     }
   }

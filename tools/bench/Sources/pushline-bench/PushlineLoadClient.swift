@@ -74,24 +74,22 @@ enum PushlineLoadClient {
 struct FrameBurst {
   private var buffer: ByteBuffer?
 
-  /// Executes a client state machine's writes and closes: frames join the burst, a close sends
-  /// the burst and closes. Returns the machine's other actions (its events), for the caller.
-  mutating func execute(
-    _ actions: [ClientConnectionStateMachine.Action], context: ChannelHandlerContext
-  ) -> [ClientConnectionStateMachine.Action] {
-    actions.filter { action in
-      switch action {
-      case .write(let elements):
-        append(elements, context: context)
-      case .close(let elements):
-        append(elements, context: context)
-        send(context: context)
-        context.close(promise: nil)
-      default:
-        return true
-      }
+  /// Executes `action` if it writes or closes: its frames join the burst; a close sends the
+  /// burst, then closes. Returns false for the machine's other actions (its events), which are
+  /// the caller's to handle — in order, one action at a time, so that a close follows the
+  /// events before it.
+  mutating func execute(_ action: ClientConnectionStateMachine.Action, context: ChannelHandlerContext) -> Bool {
+    switch action {
+    case .write(let elements):
+      append(elements, context: context)
+    case .close(let elements):
+      append(elements, context: context)
+      send(context: context)
+      context.close(promise: nil)
+    default:
       return false
     }
+    return true
   }
 
   /// Writes and flushes the burst's frames, if any.
@@ -183,24 +181,28 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
   }
 
   private func run(_ actions: [ClientConnectionStateMachine.Action], context: ChannelHandlerContext) {
-    for action in burst.execute(actions, context: context) {
-      switch action {
-      case .connectionReady:
-        guard let request else {
-          isSubscribed = true
-          return subscribed.succeed()
-        }
-        let (id, start) = machine.startCall(CallStart(method: BrokerService.subscribeMethod))
-        guard let id else { return fail("the broker refused the call", context: context) }
-        callID = id
-        run(start + machine.send(message: request, compressed: false, callID: id) + machine.halfClose(callID: id), context: context)
-      case .finishCall(_, let status):
-        fail("the subscription ended: status \(status.code) \(status.message ?? "")", context: context)
-      case .goAwayReceived(let goAway):
-        fail("GOAWAY \(goAway.message ?? "")", context: context)
-      default:
-        break
+    for action in actions where !burst.execute(action, context: context) {
+      handle(action, context: context)
+    }
+  }
+
+  private func handle(_ action: ClientConnectionStateMachine.Action, context: ChannelHandlerContext) {
+    switch action {
+    case .connectionReady:
+      guard let request else {
+        isSubscribed = true
+        return subscribed.succeed()
       }
+      let (id, start) = machine.startCall(CallStart(method: BrokerService.subscribeMethod))
+      guard let id else { return fail("the broker refused the call", context: context) }
+      callID = id
+      run(start + machine.send(message: request, compressed: false, callID: id) + machine.halfClose(callID: id), context: context)
+    case .finishCall(_, let status):
+      fail("the subscription ended: status \(status.code) \(status.message ?? "")", context: context)
+    case .goAwayReceived(let goAway):
+      fail("GOAWAY \(goAway.message ?? "")", context: context)
+    default:
+      break
     }
   }
 
@@ -289,42 +291,46 @@ final class PushlinePublisherHandler: ChannelInboundHandler {
   private var pendingResponse: [UInt32: [UInt8]] = [:]
 
   private func run(_ actions: [ClientConnectionStateMachine.Action], context: ChannelHandlerContext) {
-    for action in burst.execute(actions, context: context) {
-      switch action {
-      case .connectionReady:
-        started = ProcessStats.monotonicNanos()
-        pump(context: context)
-        burst.send(context: context)
-        if plan.rate != nil {
-          let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-          ticker = context.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(1), delay: .microseconds(500)) { _ in
-            let (handler, context) = loopBound.value
-            handler.pump(context: context)
-            handler.burst.send(context: context)
-          }
+    for action in actions where !burst.execute(action, context: context) {
+      handle(action, context: context)
+    }
+  }
+
+  private func handle(_ action: ClientConnectionStateMachine.Action, context: ChannelHandlerContext) {
+    switch action {
+    case .connectionReady:
+      started = ProcessStats.monotonicNanos()
+      pump(context: context)
+      burst.send(context: context)
+      if plan.rate != nil {
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        ticker = context.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(1), delay: .microseconds(500)) { _ in
+          let (handler, context) = loopBound.value
+          handler.pump(context: context)
+          handler.burst.send(context: context)
         }
-      case .deliverMessage(let id, let payload, _):
-        pendingResponse[id] = payload
-      case .finishCall(let id, let status):
-        guard status.code == StatusCode.ok.rawValue, let topic = responses.removeValue(forKey: id),
-          let bytes = pendingResponse.removeValue(forKey: id), let response = try? PublishResponse(serializedBytes: bytes)
-        else {
-          return finish(.failure(LoadError("publish failed: status \(status.code) \(status.message ?? "")")))
-        }
-        finalOffsets[topic] = max(finalOffsets[topic], response.lastOffset)
-        acknowledged += 1
-        if acknowledged == plan.publishes {
-          finish(.success(PublishResult(startNanos: started, endNanos: ProcessStats.monotonicNanos(), finalOffsets: finalOffsets)))
-        } else if plan.rate == nil, responses.count <= plan.window / 2 {
-          // Refill in bursts of half a window: one write for many calls, as the nats-server
-          // publisher writes many PUBs at once (the rate-limited publisher refills on its tick).
-          pump(context: context)
-        }
-      case .goAwayReceived(let goAway):
-        finish(.failure(LoadError("publisher: GOAWAY \(goAway.message ?? "")")))
-      default:
-        break
       }
+    case .deliverMessage(let id, let payload, _):
+      pendingResponse[id] = payload
+    case .finishCall(let id, let status):
+      guard status.code == StatusCode.ok.rawValue, let topic = responses.removeValue(forKey: id),
+        let bytes = pendingResponse.removeValue(forKey: id), let response = try? PublishResponse(serializedBytes: bytes)
+      else {
+        return finish(.failure(LoadError("publish failed: status \(status.code) \(status.message ?? "")")))
+      }
+      finalOffsets[topic] = max(finalOffsets[topic], response.lastOffset)
+      acknowledged += 1
+      if acknowledged == plan.publishes {
+        finish(.success(PublishResult(startNanos: started, endNanos: ProcessStats.monotonicNanos(), finalOffsets: finalOffsets)))
+      } else if plan.rate == nil, responses.count <= plan.window / 2 {
+        // Refill in bursts of half a window: one write for many calls, as the nats-server
+        // publisher writes many PUBs at once (the rate-limited publisher refills on its tick).
+        pump(context: context)
+      }
+    case .goAwayReceived(let goAway):
+      finish(.failure(LoadError("publisher: GOAWAY \(goAway.message ?? "")")))
+    default:
+      break
     }
   }
 
