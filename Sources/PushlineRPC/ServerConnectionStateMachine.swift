@@ -103,12 +103,14 @@ public struct ServerConnectionStateMachine: Sendable {
     /// The requests the calls hold before their HALF_CLOSE, together.
     var heldRequestBytes = 0
 
-    /// Forgets what `callID` holds: its request went to its handler, or the call is ending.
-    mutating func releaseRequest(of callID: UInt32) {
+    /// The client half-closed `callID`: its request goes to its handler, so the call holds it
+    /// no longer.
+    mutating func halfClose(_ callID: UInt32) {
       messages.discard(callID: callID)
       calls.changeValue(forKey: callID) { call in
         heldRequestBytes -= Int(call.heldRequestBytes ?? 0)
         call.heldRequestBytes = nil
+        call.isHalfClosed = true
       }
     }
 
@@ -314,8 +316,7 @@ public struct ServerConnectionStateMachine: Sendable {
       guard !open.messages.isUnfinished(callID: frame.callID) else {
         return actions += refuse(frame.callID, .internal, "HALF_CLOSE in the middle of a message", open: &open)
       }
-      open.releaseRequest(of: frame.callID)
-      open.calls.changeValue(forKey: frame.callID) { $0.isHalfClosed = true }
+      open.halfClose(frame.callID)
       actions.append(.deliverEndOfRequests(callID: frame.callID))
     default:
       guard !progress.isHalfClosed else { return actions += refuse(frame.callID, .internal, "a message after the end of the requests", open: &open) }
