@@ -20,13 +20,16 @@ struct ClientAgainstBrokerTests {
 
   /// Where the broker listens now (it moves when restarted), and what was asked of it.
   final class Broker: TrackerConnector {
-    let port = Mutex(0)
-    let token = Mutex("")
+    /// The running broker's port with a token it accepts, set as one value: a client that
+    /// read a new port with an old or missing token would be refused for good.
+    /// Port 0 (nothing listening yet) fails the way a down broker does, and is retried.
+    let endpoint = Mutex((port: 0, token: ""))
     let snapshots = Mutex(0)
     let pulls = Mutex(0)
 
     func withSession(_ body: (any TrackerSession) async throws -> Void) async throws {
-      let connector = RPCTrackerConnector(host: "127.0.0.1", port: port.withLock { $0 }, token: token.withLock { $0 })
+      let (port, token) = endpoint.withLock { $0 }
+      let connector = RPCTrackerConnector(host: "127.0.0.1", port: port, token: token)
       try await connector.withSession { session in try await body(Spy(inner: session, broker: self)) }
     }
 
@@ -54,10 +57,8 @@ struct ClientAgainstBrokerTests {
       secret: Self.secret, host: "127.0.0.1", port: 0)
     try await host.run { running in
       let expiry = WallClock.systemMillis() + 3_600_000
-      broker.port.withLock { $0 = running.address.port! }
-      broker.token.withLock { $0 = "" }
       let reader = try await running.authority.mint(subject: "driver-1", role: .subscriber, topics: ["driver/1/*"], expiresAtMillis: expiry)
-      broker.token.withLock { $0 = reader }
+      broker.endpoint.withLock { $0 = (running.address.port!, reader) }
       var configuration = ClientConnectionStateMachine.Configuration()
       configuration.authToken = try await running.authority.mint(subject: "svc", role: .publisher, topics: ["driver/*"], expiresAtMillis: expiry)
       try await RPCClient.withConnection(host: "127.0.0.1", port: running.address.port!, configuration: configuration, body)
@@ -100,7 +101,10 @@ struct ClientAgainstBrokerTests {
       }
       let converged = try await group.next() ?? false
       group.cancelAll()
-      #expect(converged, "the client did not converge: \(topics.map { tracker.cache.topic($0)?.cards.keys.sorted() ?? [] }) vs \(truth.mapValues { $0.keys.sorted() })")
+      #expect(
+        converged,
+        "the client did not converge: \(topics.map { tracker.cache.topic($0)?.cards.keys.sorted() ?? [] }) vs \(truth.mapValues { $0.keys.sorted() }), connection \(tracker.modes.connection)"
+      )
     }
   }
 
