@@ -118,6 +118,7 @@ public struct ClientConnectionStateMachine: Sendable {
 
   /// Handles a preface or frame from the server.
   public mutating func received(_ element: ConnectionElement) -> [Action] {
+    if case .message = element, let frame = element.frame { return received(.frame(frame)) }
     // The common case first, outside the switch: a switch over `(state, element)` would hold a
     // copy of the open state, and changing it in place would then copy its tables.
     if case .open = state, case .frame(let frame) = element {
@@ -155,7 +156,7 @@ public struct ClientConnectionStateMachine: Sendable {
       return violation("expected the server's handshake")
     case (.open(let open), .preface):
       return violation("a second preface", open: open)
-    case (.open, .frame):
+    case (.open, .frame), (.open, .message):
       return []  // handled above
     }
   }
@@ -238,8 +239,11 @@ public struct ClientConnectionStateMachine: Sendable {
   /// Sends a request message (already compressed if `compressed`).
   public func send(message: [UInt8], compressed: Bool, callID: UInt32) -> [Action] {
     guard case .open(let open) = state, open.calls.contains(callID) else { return [] }
-    let frames = MessageFraming.frames(for: message, compressed: compressed, callID: callID, maxFrameSize: open.server.limits.maxFrameSize)
-    return [.write(frames.map(ConnectionElement.frame))]
+    var elements: [ConnectionElement] = []
+    MessageFraming.write(message, compressed: compressed, callID: callID, maxFrameSize: open.server.limits.maxFrameSize) {
+      elements.append($0)
+    }
+    return [.write(elements)]
   }
 
   /// Ends the requests of a call.

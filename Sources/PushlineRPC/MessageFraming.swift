@@ -8,6 +8,19 @@ public enum MessageFraming {
   /// The MESSAGE frame flag saying that the message continues in the call's next MESSAGE frame.
   public static let continues: UInt8 = 0x01
 
+  /// Hands `write` what carries `message` (already compressed if `compressed`) on `callID`:
+  /// one ``ConnectionElement/message(callID:compressed:bytes:)`` when its flag and bytes fit a
+  /// frame of `maxFrameSize` — the common case, with no payload assembled — otherwise its
+  /// ``frames(for:compressed:callID:maxFrameSize:)``.
+  public static func write(
+    _ message: [UInt8], compressed: Bool, callID: UInt32, maxFrameSize: Int, to write: (ConnectionElement) -> Void
+  ) {
+    guard 1 + message.count > chunkSize(maxFrameSize) else {
+      return write(.message(callID: callID, compressed: compressed, bytes: message))
+    }
+    for frame in frames(for: message, compressed: compressed, callID: callID, maxFrameSize: maxFrameSize) { write(.frame(frame)) }
+  }
+
   /// The frames that carry `message` (already compressed if `compressed`) on `callID`, none
   /// with a payload longer than `maxFrameSize`.
   public static func frames(for message: [UInt8], compressed: Bool, callID: UInt32, maxFrameSize: Int) -> [Frame] {
@@ -15,12 +28,17 @@ public enum MessageFraming {
     payload.reserveCapacity(1 + message.count)
     payload.append(compressed ? 1 : 0)
     payload.append(contentsOf: message)
-    let chunk = max(1, min(maxFrameSize, FrameHeader.maxPayloadLength))
+    let chunk = chunkSize(maxFrameSize)
     guard payload.count > chunk else { return [Frame(kind: .message, callID: callID, payload: payload)] }
     return stride(from: 0, to: payload.count, by: chunk).map { start in
       let end = min(start + chunk, payload.count)
       return Frame(kind: .message, flags: end < payload.count ? continues : 0, callID: callID, payload: Array(payload[start..<end]))
     }
+  }
+
+  /// The longest MESSAGE payload a peer that takes frames of `maxFrameSize` gets.
+  private static func chunkSize(_ maxFrameSize: Int) -> Int {
+    max(1, min(maxFrameSize, FrameHeader.maxPayloadLength))
   }
 }
 

@@ -171,6 +171,9 @@ public struct ServerConnectionStateMachine: Sendable {
   public mutating func received(
     _ element: ConnectionElement, serverTimeMillis: @autoclosure () -> Int64, into actions: inout [Action]
   ) {
+    if case .message = element, let frame = element.frame {
+      return received(.frame(frame), serverTimeMillis: serverTimeMillis(), into: &actions)
+    }
     // The common case first, outside the switch: a switch over `(state, element)` would hold a
     // copy of the open state, and changing it in place would then copy its tables.
     if case .open = state, case .frame(let frame) = element {
@@ -194,7 +197,7 @@ public struct ServerConnectionStateMachine: Sendable {
       guard preface.version >= 1 else { return violation(.failedPrecondition, "protocol version 0", sendPreface: true) }
       state = .awaitingHello
       return []
-    case (.awaitingPreface, .frame):
+    case (.awaitingPreface, .frame), (.awaitingPreface, .message):
       return violation(.internal, "a frame before the preface", sendPreface: true)
     case (.awaitingHello, .frame(let frame)) where frame.kind == .handshake:
       return handshake(frame, serverTimeMillis: serverTimeMillis())
@@ -204,7 +207,7 @@ public struct ServerConnectionStateMachine: Sendable {
       return violation(.internal, "expected the client's handshake", sendPreface: true)
     case (.open(let open), .preface):
       return violation(.internal, "a second preface", open: open)
-    case (.open, .frame):
+    case (.open, .frame), (.open, .message):
       return []  // handled above
     }
   }
@@ -361,19 +364,24 @@ public struct ServerConnectionStateMachine: Sendable {
 
   /// A handler produced a response message (already compressed if `compressed`).
   public mutating func send(message: [UInt8], compressed: Bool, callID: UInt32) -> [Action] {
-    let frames = messageFrames(message, compressed: compressed, callID: callID)
-    return frames.isEmpty ? [] : [.write(frames.map(ConnectionElement.frame))]
+    var elements: [ConnectionElement] = []
+    guard write(message, compressed: compressed, callID: callID, to: { elements.append($0) }) else { return [] }
+    return [.write(elements)]
   }
 
-  /// The MESSAGE frames that carry a handler's response (one unless the message is larger than
-  /// the client's frames), or none when the call is over: what
-  /// ``send(message:compressed:callID:)`` writes, for a transport that writes a stream's
-  /// responses one by one and would rather not build an array of actions for each.
-  public mutating func messageFrames(_ message: [UInt8], compressed: Bool, callID: UInt32) -> [Frame] {
-    guard case .open(var open) = state, open.calls[callID] != nil else { return [] }
-    open.pingsWithoutActivity = 0  // a field of its own: no table is copied
-    state = .open(open)
-    return MessageFraming.frames(for: message, compressed: compressed, callID: callID, maxFrameSize: open.peer.limits.maxFrameSize)
+  /// What ``send(message:compressed:callID:)`` does, handing the elements that carry the
+  /// message (one unless it is larger than the client's frames) to `write`, for a transport
+  /// that writes responses one by one and would rather not build arrays for each; `false`,
+  /// with nothing written, when the call is over.
+  public mutating func write(
+    _ message: [UInt8], compressed: Bool, callID: UInt32, to write: (ConnectionElement) -> Void
+  ) -> Bool {
+    guard var open = state.takeOpen() else { return false }
+    defer { state.restore(open) }
+    guard open.calls[callID] != nil else { return false }
+    open.pingsWithoutActivity = 0
+    MessageFraming.write(message, compressed: compressed, callID: callID, maxFrameSize: open.peer.limits.maxFrameSize, to: write)
+    return true
   }
 
   /// A handler finished: send its status, which ends the call.

@@ -13,14 +13,22 @@ public struct FrameEncoder: MessageToByteEncoder {
     case .preface(let preface):
       out.writeBytes(preface.bytes)
     case .frame(let frame):
-      out.reserveCapacity(minimumWritableBytes: FrameHeader.size + frame.payload.count)
-      // The header's fields written in place (big-endian): no array per frame. `FrameHeader`
-      // checks that the length fits its 24 bits and the call id its 31.
-      let header = frame.header
-      out.writeMultipleIntegers(
-        UInt8(truncatingIfNeeded: header.payloadLength >> 16), UInt16(truncatingIfNeeded: header.payloadLength),
-        header.kind.rawValue, header.flags, header.callID)
+      write(frame.header, to: &out)
       out.writeBytes(frame.payload)
+    case .message(let callID, let compressed, let bytes):
+      write(FrameHeader(payloadLength: 1 + bytes.count, kind: .message, flags: 0, callID: callID), to: &out)
+      out.writeInteger(compressed ? 1 : 0 as UInt8)
+      out.writeBytes(bytes)
     }
+  }
+
+  /// Writes `header` with room for its payload after it. The fields are written in place
+  /// (big-endian), with no array per frame; `FrameHeader` has checked that the length fits its
+  /// 24 bits and the call id its 31.
+  private func write(_ header: FrameHeader, to out: inout ByteBuffer) {
+    out.reserveCapacity(minimumWritableBytes: FrameHeader.size + header.payloadLength)
+    out.writeMultipleIntegers(
+      UInt8(truncatingIfNeeded: header.payloadLength >> 16), UInt16(truncatingIfNeeded: header.payloadLength),
+      header.kind.rawValue, header.flags, header.callID)
   }
 }

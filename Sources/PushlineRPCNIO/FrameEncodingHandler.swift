@@ -27,6 +27,7 @@ final class FrameEncodingHandler: ChannelOutboundHandler {
     switch element {
     case .preface: size = ConnectionPreface.size
     case .frame(let frame): size = FrameHeader.size + frame.payload.count
+    case .message(_, _, let bytes): size = FrameHeader.size + 1 + bytes.count
     }
     guard size < Self.batchLimit else {
       writePending(context: context)

@@ -166,9 +166,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// Writes a response message of `callID` (already compressed if `compressed`).
   func send(_ message: [UInt8], compressed: Bool, callID: UInt32) -> SendOutcome {
     guard let context, let output else { return .callOver }
-    let frames = machine.messageFrames(message, compressed: compressed, callID: callID)
-    guard !frames.isEmpty else { return .callOver }
-    for frame in frames { output.write(wrapOutboundOut(.frame(frame))) }
+    guard machine.write(message, compressed: compressed, callID: callID, to: { output.write(wrapOutboundOut($0)) }) else { return .callOver }
     guard !context.channel.isWritable else { return .sent }
     output.flush()
     return context.channel.isWritable ? .sentAndFlushed : .sentMustWait

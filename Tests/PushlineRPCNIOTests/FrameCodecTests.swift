@@ -41,6 +41,20 @@ struct FrameCodecTests {
     #expect(try channel.finish().isClean)
   }
 
+  /// A message written as its parts goes out as the bytes of its frame, and comes back as it.
+  @Test func aMessageWrittenAsItsPartsIsItsFrameOnTheWire() throws {
+    let channel = try Self.channel(expectingPreface: false)
+    let message = ConnectionElement.message(callID: 7, compressed: true, bytes: Array(repeating: 0xCD, count: 300))
+    try channel.writeOutbound(message)
+    let bytes = try #require(try channel.readOutbound(as: ByteBuffer.self))
+    let frame = try #require(message.frame)
+    #expect(Array(bytes.readableBytesView) == frame.bytes)
+    #expect(frame.payload.first == 1 && frame.payload.count == 301 && frame.kind == .message && frame.flags == 0)
+    try channel.writeInbound(bytes)
+    #expect(try channel.readInbound(as: ConnectionElement.self) == .frame(frame))
+    #expect(try channel.finish().isClean)
+  }
+
   /// NIO's verifier feeds the bytes whole, byte by byte, and in other splits, and checks the
   /// decoder neither loses nor invents anything and leaves nothing behind. (It replays inputs
   /// on one decoder, so frames only; the preface is split at every boundary below.)

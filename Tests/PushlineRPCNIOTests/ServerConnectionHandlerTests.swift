@@ -116,8 +116,7 @@ struct ServerConnectionHandlerTests {
   }
 
   static func readFrame(_ channel: EmbeddedChannel) throws -> Frame? {
-    guard case .frame(let frame)? = try channel.readOutbound(as: ConnectionElement.self) else { return nil }
-    return frame
+    try channel.readOutbound(as: ConnectionElement.self)?.frame
   }
 
   /// Expects the frames written so far to be the answers to calls 1, 2 and 3 in order: a

@@ -71,6 +71,8 @@ struct ConnectionStateMachinesTests {
     pair.client(pair.client.send(message: [1, 2], compressed: false, callID: id))
     pair.client(pair.client.halfClose(callID: id))
     #expect(pair.serverEvents.dropFirst().map { "\($0)" }.count == 3)
+    // The request went as a message's parts (one frame's worth), and arrives as its frame would.
+    #expect(pair.serverEvents.contains(.deliverMessage(callID: id, payload: [1, 2], compressed: false)))
     pair.server(pair.server.send(message: [3], compressed: false, callID: id))
     pair.server(pair.server.finishCall(callID: id, status: CallStatus(code: 0)))
     #expect(pair.clientEvents.dropFirst().first == .deliverMessage(callID: id, payload: [3], compressed: false))

@@ -23,6 +23,23 @@ struct MessageFramingTests {
     }
   }
 
+  /// A message whose flag and bytes fit a frame is written as one `.message`, the wire twin of
+  /// its single frame; one byte more and it goes as split frames.
+  @Test func aMessageThatFitsAFrameIsWrittenWhole() {
+    for (count, maxFrameSize) in [(0, 1), (7, 8), (8, 8), (300, 1 << 20)] {
+      let message = (0..<count).map { UInt8(truncatingIfNeeded: $0) }
+      var elements: [ConnectionElement] = []
+      MessageFraming.write(message, compressed: true, callID: 5, maxFrameSize: maxFrameSize) { elements.append($0) }
+      let frames = MessageFraming.frames(for: message, compressed: true, callID: 5, maxFrameSize: maxFrameSize)
+      #expect(elements.compactMap(\.frame) == frames, "\(count) bytes in frames of \(maxFrameSize)")
+      if frames.count == 1 {
+        #expect(elements == [.message(callID: 5, compressed: true, bytes: message)])
+      } else {
+        #expect(elements == frames.map(ConnectionElement.frame))
+      }
+    }
+  }
+
   /// Two calls' messages interleaved frame by frame come apart intact.
   @Test func interleavedCallsReassembleSeparately() {
     let a = MessageFraming.frames(for: Array(repeating: 0xA, count: 10), compressed: false, callID: 1, maxFrameSize: 4)
@@ -57,8 +74,13 @@ struct MessageFramingTests {
     let actions = frames.flatMap { machine.received(.frame($0), serverTimeMillis: 0) }
     #expect(actions == [.deliverMessage(callID: 1, payload: request, compressed: false)])
 
-    let response = machine.messageFrames(Array(repeating: 9, count: 33), compressed: false, callID: 1)
-    #expect(response.map(\.payload.count) == [16, 16, 2])
+    let response = machine.send(message: Array(repeating: 9, count: 33), compressed: false, callID: 1)
+    guard case .write(let elements)? = response.first else {
+      Issue.record("expected the response's frames, got \(response)")
+      return
+    }
+    #expect(elements.compactMap(\.frame?.payload.count) == [16, 16, 2])
+    #expect(elements.allSatisfy { if case .frame = $0 { true } else { false } })
 
     _ = machine.received(ServerConnectionStateMachineTests.start(2), serverTimeMillis: 0)
     _ = machine.received(.frame(frames[0].with(callID: 2)), serverTimeMillis: 0)

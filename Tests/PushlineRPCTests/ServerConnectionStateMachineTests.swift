@@ -109,7 +109,7 @@ struct ServerConnectionStateMachineTests {
     #expect(start.method == "/pushline.Health/Check")
     #expect(machine.received(Self.message(1, [7, 7]), serverTimeMillis: 0) == [.deliverMessage(callID: 1, payload: [7, 7], compressed: false)])
     #expect(machine.received(.frame(Frame(kind: .halfClose, callID: 1)), serverTimeMillis: 0) == [.deliverEndOfRequests(callID: 1)])
-    #expect(machine.send(message: [9], compressed: false, callID: 1) == [.write([.frame(Frame(kind: .message, callID: 1, payload: [0, 9]))])])
+    #expect(machine.send(message: [9], compressed: false, callID: 1) == [.write([.message(callID: 1, compressed: false, bytes: [9])])])
     let finished = machine.finishCall(callID: 1, status: CallStatus(code: 0))
     #expect(try Self.status(in: finished.first)?.code == 0)
     // The call is over: late frames are ignored, responses dropped.

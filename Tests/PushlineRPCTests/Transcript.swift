@@ -14,6 +14,7 @@ enum Transcript {
       switch element {
       case .preface(let preface): elements.append((fromClient, preface.bytes))
       case .frame(let frame): elements.append((fromClient, frame.bytes))
+      case .message: elements.append((fromClient, element.frame?.bytes ?? []))
       }
     }
     func serverActions(_ actions: [ServerConnectionStateMachine.Action]) {
