@@ -1,6 +1,6 @@
 import CoreMetrics
 import Logging
-public import PushlineRPC
+import PushlineRPC
 public import PushlineSchema
 import Synchronization
 
@@ -14,7 +14,7 @@ extension Broker {
   ///   not publish there; UNAVAILABLE (retry, with the same idempotency key) when storage failed.
   public func publish(_ request: PublishRequest, for principal: Principal) async throws -> PublishResponse {
     try await withCheckedThrowingContinuation { continuation in
-      publish(request, for: principal) { continuation.resume(with: $0) }
+      publish(request, for: principal, completion: continuation)
     }
   }
 
@@ -30,12 +30,12 @@ extension Broker {
   /// later batches run on the global executor (see `commitPending()`).
   public func publish(
     _ request: PublishRequest, for principal: Principal, committingOn executor: (any TaskExecutor)? = nil,
-    completion: @escaping @Sendable (Result<PublishResponse, RPCError>) -> Void
+    completion: any PublishCompletion
   ) {
     do throws(RPCError) {
       try validate(request, principal)
     } catch {
-      return completion(.failure(error))
+      return completion.complete(with: .failure(error))
     }
     let now = configuration.nowMillis()
     let window = configuration.idempotencyWindow.milliseconds
@@ -78,7 +78,7 @@ extension Broker {
       return .commit
     }
     switch next {
-    case .answered(let response): completion(.success(response))
+    case .answered(let response): completion.complete(with: .success(response))
     case .queued: break
     case .commit: Task(executorPreference: executor) { await self.commitPending() }
     }
@@ -87,7 +87,7 @@ extension Broker {
   /// Adds `completion` as a retry's waiter to the publish of `topic` with idempotency key
   /// `key` among `publishes`, if there is one.
   private static func join(
-    _ key: String, topic: String, _ completion: @escaping @Sendable (Result<PublishResponse, RPCError>) -> Void,
+    _ key: String, topic: String, _ completion: any PublishCompletion,
     in publishes: inout [PendingPublish]
   ) -> Bool {
     guard let index = publishes.firstIndex(where: { $0.topic == topic && $0.idempotencyKey == key }) else { return false }

@@ -32,7 +32,7 @@ public enum BrokerService {
       request, context, completion in
       do throws(RPCError) {
         if let principal = try authority.verifiedPrincipal(context.peer.authToken) {
-          return broker.publish(request, for: principal, committingOn: context.executor, completion: completion.complete(with:))
+          return broker.publish(request, for: principal, committingOn: context.executor, completion: completion)
         }
       } catch {
         return completion.fail(error)
@@ -40,7 +40,7 @@ public enum BrokerService {
       Task {
         do throws(RPCError) {
           let principal = try await authority.authenticate(context.peer.authToken)
-          broker.publish(request, for: principal, committingOn: context.executor, completion: completion.complete(with:))
+          broker.publish(request, for: principal, committingOn: context.executor, completion: completion)
         } catch {
           completion.fail(error)
         }

@@ -9,21 +9,21 @@ struct PendingPublish {
   var epoch: Int64
   var records: [CardRecord]
   var idempotencyKey: String?
-  /// The publisher's answer.
-  var completion: @Sendable (Result<PublishResponse, RPCError>) -> Void
-  /// The answers of the retries that joined it (usually none: no storage).
-  var retries: [@Sendable (Result<PublishResponse, RPCError>) -> Void] = []
+  /// The publisher, waiting for the answer.
+  var completion: any PublishCompletion
+  /// The retries that joined it, waiting too (usually none: no storage).
+  var retries: [any PublishCompletion] = []
 
   /// Answers the publisher with the offsets, and each retry with them marked `replayed`.
   func answerCommitted() {
-    completion(.success(response(replayed: false)))
-    for retry in retries { retry(.success(response(replayed: true))) }
+    completion.complete(with: .success(response(replayed: false)))
+    for retry in retries { retry.complete(with: .success(response(replayed: true))) }
   }
 
   /// Answers the publisher and each retry with `error`.
   func fail(_ error: RPCError) {
-    completion(.failure(error))
-    for retry in retries { retry(.failure(error)) }
+    completion.complete(with: .failure(error))
+    for retry in retries { retry.complete(with: .failure(error)) }
   }
 
   /// The answer once committed.

@@ -36,12 +36,10 @@ public struct RPCRouter: Sendable {
   public typealias Handler = @Sendable (_ request: [UInt8], _ respond: ResponseSink, _ context: ServerContext) async throws
     -> Void
 
-  /// A unary method's handler over raw bytes that answers through `respond` instead of
+  /// A unary method's handler over raw bytes that answers through `answer` instead of
   /// returning: called on the transport's executor, it must not block; it may answer at once
   /// or later, from any thread. Only the first answer counts.
-  public typealias CompletingHandler = @Sendable (
-    _ request: [UInt8], _ context: ServerContext, _ respond: @escaping @Sendable (Result<[UInt8], RPCError>) -> Void
-  ) -> Void
+  public typealias CompletingHandler = @Sendable (_ request: [UInt8], _ context: ServerContext, _ answer: CallAnswer) -> Void
 
   /// How many response messages a method sends.
   public enum Kind: Sendable {
@@ -87,14 +85,14 @@ public struct RPCRouter: Sendable {
     _ method: String, request: Request.Type, response: Response.Type,
     completing handler: @escaping @Sendable (Request, ServerContext, UnaryCompletion<Response>) -> Void
   ) {
-    registered[method] = (.unary, .completing({ bytes, context, respond in
+    registered[method] = (.unary, .completing({ bytes, context, answer in
       let request: Request
       do throws(RPCError) {
         request = try Self.decode(Request.self, bytes)
       } catch {
-        return respond(.failure(error))
+        return answer.send(.failure(error))
       }
-      handler(request, context, UnaryCompletion(respond: respond))
+      handler(request, context, UnaryCompletion(answer: answer))
     }))
   }
 

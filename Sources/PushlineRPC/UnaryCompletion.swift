@@ -5,25 +5,25 @@ public import PushlineWire
 /// use from any thread; only the first answer counts, and an answer after the call is over
 /// (cancelled, past its deadline, its connection gone) is dropped.
 public struct UnaryCompletion<Response: WireMessage>: Sendable {
-  private let respond: @Sendable (Result<[UInt8], RPCError>) -> Void
+  private let answer: CallAnswer
 
-  /// A completion handing its answer to `respond`; the router creates these.
-  init(respond: @escaping @Sendable (Result<[UInt8], RPCError>) -> Void) {
-    self.respond = respond
+  /// A completion handing its answer to `answer`; the router creates these.
+  init(answer: CallAnswer) {
+    self.answer = answer
   }
 
   /// Answers with `response` and status OK.
   public func succeed(_ response: Response) {
-    respond(.success(response.serializedBytes()))
+    answer.send(.success(response.serializedBytes()))
   }
 
   /// Ends the call with `error`'s status.
   public func fail(_ error: RPCError) {
-    respond(.failure(error))
+    answer.send(.failure(error))
   }
 
   /// Answers with `result`: its response, or its error's status.
   public func complete(with result: Result<Response, RPCError>) {
-    respond(result.map { $0.serializedBytes() })
+    answer.send(result.map { $0.serializedBytes() })
   }
 }

@@ -7,7 +7,7 @@ import PushlineRPC
 /// on the loop before it answered, so a connection that also subscribes gets its update before
 /// the answer to the publish that made it. A call's first answer counts (the mailbox keeps
 /// their order).
-final class AnswerInbox: Sendable {
+final class AnswerInbox: CallAnswerInbox {
   /// A call's answer: its response message, or the error that ends it.
   typealias Answer = (callID: UInt32, result: Result<[UInt8], RPCError>)
 
@@ -23,7 +23,6 @@ final class AnswerInbox: Sendable {
     }
   }
 
-  /// Hands `result` to the call `callID`.
   func answer(callID: UInt32, with result: Result<[UInt8], RPCError>) {
     mailbox.post((callID, result))
   }

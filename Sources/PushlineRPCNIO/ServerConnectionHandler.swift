@@ -308,7 +308,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     case .completing(let completing):
       let inbox = self.inbox ?? AnswerInbox(connection: NIOLoopBound(self, eventLoop: context.eventLoop))
       self.inbox = inbox
-      return completing(request, serverContext) { inbox.answer(callID: callID, with: $0) }
+      return completing(request, serverContext, CallAnswer(inbox: inbox, callID: callID))
     case .task(let taskHandler):
       handler = taskHandler
     }

@@ -215,8 +215,7 @@ struct BrokerTests {
     for index in 1...3 {
       broker.publish(
         PublishRequest(topic: "t", changes: [CardChange(upserting: card("c\(index)", 1))]), for: publisher,
-        committingOn: executor
-      ) { answer in answers.withLock { $0.append(answer) } }
+        committingOn: executor, completion: Answered { answer in answers.withLock { $0.append(answer) } })
     }
     #expect(executor.queuedCount == 1)
     #expect(storage.commits.withLock { $0 } == 0)
@@ -238,8 +237,8 @@ struct BrokerTests {
     let (answered, answers) = AsyncStream.makeStream(of: (String, Bool).self)
     func publish(_ cardID: String) {
       broker.publish(
-        PublishRequest(topic: "t", changes: [CardChange(upserting: card(cardID, 1))]), for: publisher, committingOn: executor
-      ) { _ in answers.yield((cardID, executor.isRunningTheCaller)) }
+        PublishRequest(topic: "t", changes: [CardChange(upserting: card(cardID, 1))]), for: publisher, committingOn: executor,
+        completion: Answered { _ in answers.yield((cardID, executor.isRunningTheCaller)) })
     }
     publish("a")
     executor.runQueuedJobs()
@@ -350,5 +349,18 @@ struct BrokerTests {
     }
     clock.advance(by: .milliseconds(334))
     _ = try broker.subscribe("t")
+  }
+}
+
+/// A publish's waiter that hands the answer to a closure.
+struct Answered: PublishCompletion {
+  let body: @Sendable (Result<PublishResponse, RPCError>) -> Void
+
+  init(_ body: @escaping @Sendable (Result<PublishResponse, RPCError>) -> Void) {
+    self.body = body
+  }
+
+  func complete(with result: Result<PublishResponse, RPCError>) {
+    body(result)
   }
 }

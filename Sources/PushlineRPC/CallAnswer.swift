@@ -1,0 +1,28 @@
+/// Where the answer to one call of a completing handler goes (see ``UnaryCompletion``): the
+/// transport's inbox for the call's connection, and the call.
+///
+/// A value, not a closure: a closure capturing the inbox and the call id would be a heap
+/// allocation per call, on the path the broker's publishes take.
+public struct CallAnswer: Sendable {
+  private let inbox: any CallAnswerInbox
+  private let callID: UInt32
+
+  /// The answer to `callID`, delivered through `inbox`; transports create these.
+  public init(inbox: any CallAnswerInbox, callID: UInt32) {
+    self.inbox = inbox
+    self.callID = callID
+  }
+
+  /// Hands `result` — the encoded response, or the error that ends the call — to the call.
+  public func send(_ result: Result<[UInt8], RPCError>) {
+    inbox.answer(callID: callID, with: result)
+  }
+}
+
+/// A transport's receiver of completing handlers' answers for one connection: safe to call
+/// from any thread; the first answer to a call counts, and one after the call is over is
+/// dropped.
+public protocol CallAnswerInbox: AnyObject, Sendable {
+  /// Hands `result` to the call `callID`.
+  func answer(callID: UInt32, with result: Result<[UInt8], RPCError>)
+}
