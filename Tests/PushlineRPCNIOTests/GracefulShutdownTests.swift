@@ -2,6 +2,8 @@ import NIOCore
 import PushlineRPC
 import PushlineRPCNIO
 import PushlineSchema
+import PushlineWire
+import Synchronization
 import Testing
 
 @Suite("Graceful shutdown over loopback TCP")
@@ -40,9 +42,31 @@ struct GracefulShutdownTests {
     try await server.value
   }
 
+  /// A stream that says it is open with one response, then ends when its connection's GOAWAY
+  /// goes out. The GOAWAY precedes the stream's STATUS on the wire, so a client that has seen
+  /// the stream end has seen the GOAWAY.
+  final class EndsAtTheGoAway: ResponseSource {
+    private let state = Mutex((saidOpen: false, isGoingAway: false))
+
+    func nextResponses() throws(RPCError) -> [[UInt8]]? {
+      state.withLock { state in
+        if state.isGoingAway { return nil }
+        if state.saidOpen { return [] }
+        state.saidOpen = true
+        return [MetadataEntry(key: "open").serializedBytes()]
+      }
+    }
+
+    var hasMoreResponses: Bool { false }
+
+    func connectionIsGoingAway() {
+      state.withLock { $0.isGoingAway = true }
+    }
+  }
+
   /// The server shuts down while a call is in flight: the call completes, the server stops
   /// afterwards, and the client's connection takes no new calls.
-  @Test func aCallInFlightCompletesAfterTheGoAway() async throws {
+  @Test(.timeLimit(.minutes(1))) func aCallInFlightCompletesAfterTheGoAway() async throws {
     let (started, reportStart) = AsyncStream<Void>.makeStream()
     let (gate, openGate) = AsyncStream<Void>.makeStream()
     var router = RPCRouter()
@@ -51,11 +75,17 @@ struct GracefulShutdownTests {
       for await _ in gate { break }  // Until the test lets it finish.
       return request
     }
+    router.registerServerStreaming("/test.Watch/GoAway", request: MetadataEntry.self, response: MetadataEntry.self) { _, writer, _ in
+      writer.pump(from: EndsAtTheGoAway())?.wake()  // the first pull: the stream says it is open
+    }
     try await Self.withServer(router, gracePeriod: .seconds(60)) { connection, shutDown in
+      var watch = connection.serverStreaming("/test.Watch/GoAway", request: MetadataEntry(), response: MetadataEntry.self).makeAsyncIterator()
+      #expect(try await watch.next()?.key == "open")
       let slow = Task { try await connection.unary("/test.Slow/Call", request: MetadataEntry(key: "in flight"), response: MetadataEntry.self) }
       var startedIterator = started.makeAsyncIterator()
       await startedIterator.next()
       shutDown()  // GOAWAY now; the call keeps running.
+      #expect(try await watch.next() == nil)  // the stream ended after the GOAWAY: the client has it
       openGate.yield()
       let finished = try await slow.value
       #expect(finished.key == "in flight")
