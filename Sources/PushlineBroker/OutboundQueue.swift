@@ -30,14 +30,19 @@ public struct OutboundQueue: Sendable {
   /// taken and compacted away once holes outnumber entries.
   private var slots: [Entry?] = []
   private var head = 0
-  private var positions: [Key: Int] = [:]
-  private var perTopic: [String: Int] = [:]
+  /// Where each queued card is and how many entries each topic has, once the queue spans more
+  /// than ``scanLimit`` slots; a shorter queue — a subscriber keeping up, the common case — is
+  /// scanned instead, and costs no tables.
+  private var index: Index?
   /// How many card changes are queued outside snapshots: what the queue's bound limits.
   public private(set) var changeCount = 0
   /// How many entries (changes and snapshots) are queued.
   private var entryCount = 0
   /// How many queued changes a newer version has replaced since the queue was created.
   public private(set) var coalescedCount = 0
+
+  /// The most slots a lookup scans before the queue keeps an ``Index``.
+  private static let scanLimit = 16
 
   /// An empty queue.
   public init() {}
@@ -46,7 +51,10 @@ public struct OutboundQueue: Sendable {
   public var isEmpty: Bool { entryCount == 0 }
 
   /// Whether entries for `topic` are queued.
-  public func hasEntries(for topic: String) -> Bool { perTopic[topic, default: 0] > 0 }
+  public func hasEntries(for topic: String) -> Bool {
+    if let index { return index.perTopic[topic, default: 0] > 0 }
+    return slots[head...].contains { $0?.topic == topic }
+  }
 
   /// Queues `change` (which has its offset) for `topic`, replacing a queued change of the
   /// same card; returns whether it replaced one.
@@ -55,16 +63,15 @@ public struct OutboundQueue: Sendable {
     reserveIfEmpty()
     var coalesced = false
     let key = Key(topic: topic, cardID: change.cardID)
-    if let position = positions[key] {
+    if let position = position(of: key) {
       remove(at: position)
       coalescedCount += 1
       coalesced = true
     }
-    positions[key] = slots.count
     slots.append(.change(topic: topic, change))
     changeCount += 1
     entryCount += 1
-    perTopic.changeValue(forKey: topic, default: 0) { $0 += 1 }
+    indexLastSlot()
     return coalesced
   }
 
@@ -73,14 +80,14 @@ public struct OutboundQueue: Sendable {
     reserveIfEmpty()
     slots.append(.snapshot(snapshot))
     entryCount += 1
-    perTopic.changeValue(forKey: snapshot.topic, default: 0) { $0 += 1 }
+    indexLastSlot()
   }
 
   /// Drops everything queued for `topic` (it will be replaced by a snapshot).
   public mutating func removeAll(for topic: String) {
     guard hasEntries(for: topic) else { return }
-    for index in head..<slots.count where slots[index]?.topic == topic {
-      remove(at: index)
+    for position in head..<slots.count where slots[position]?.topic == topic {
+      remove(at: position)
     }
     compactIfSparse()
   }
@@ -90,7 +97,7 @@ public struct OutboundQueue: Sendable {
   /// gives the epoch of changes; `throughOffset` is filled in by the caller.
   public mutating func take(limit: Int, epoch: (String) -> Int64) -> [TopicUpdate] {
     var updates: [TopicUpdate] = []
-    var openUpdate: [String: Int] = [:]
+    var openUpdates = OpenUpdates()
     var taken = 0
     while head < slots.count, taken < limit {
       defer { head += 1 }
@@ -98,17 +105,15 @@ public struct OutboundQueue: Sendable {
       remove(at: head)
       switch entry {
       case .snapshot(let update):
-        updates.append(update)
-        openUpdate[update.topic] = nil
+        openUpdates.append(update, to: &updates)
         taken += max(1, update.changes.count)
       case .change(let topic, let change):
-        if let index = openUpdate[topic] {
+        if let index = openUpdates.index(of: topic, in: updates) {
           updates[index].changes.append(change)
         } else {
           var update = TopicUpdate(topic: topic, epoch: epoch(topic), throughOffset: 0)
           update.changes = [change]
-          openUpdate[topic] = updates.count
-          updates.append(update)
+          openUpdates.append(update, to: &updates)
         }
         taken += 1
       }
@@ -117,24 +122,66 @@ public struct OutboundQueue: Sendable {
     return updates
   }
 
-  private mutating func remove(at index: Int) {
-    guard let entry = slots[index] else { return }
-    slots[index] = nil
+  /// Which update of a take a topic's next change joins: its topic's last, unless that is a
+  /// snapshot (which travels alone). Found by a scan while the updates are few — a take
+  /// usually makes one or two, and a table would be an allocation per take — and from a table
+  /// once they are many.
+  private struct OpenUpdates {
+    private static let scanLimit = 16
+    private var table: [String: Int]?
+
+    /// The index of the update `topic`'s next change joins, if any.
+    func index(of topic: String, in updates: [TopicUpdate]) -> Int? {
+      if let table { return table[topic] }
+      guard let index = updates.lastIndex(where: { $0.topic == topic }), !updates[index].isSnapshot else { return nil }
+      return index
+    }
+
+    /// Appends `update` to `updates`, keeping the table once there is one.
+    mutating func append(_ update: TopicUpdate, to updates: inout [TopicUpdate]) {
+      updates.append(update)
+      if table == nil, updates.count > Self.scanLimit {
+        table = [:]
+        for (index, update) in updates.enumerated() { table?[update.topic] = update.isSnapshot ? nil : index }
+      } else if table != nil {
+        table?[update.topic] = update.isSnapshot ? nil : updates.count - 1
+      }
+    }
+  }
+
+  private mutating func remove(at position: Int) {
+    guard let entry = slots[position] else { return }
+    slots[position] = nil
     entryCount -= 1
-    if let count = perTopic.removeValue(forKey: entry.topic), count > 1 { perTopic[entry.topic] = count - 1 }
-    if case .change(let topic, let change) = entry {
-      positions[Key(topic: topic, cardID: change.cardID)] = nil
-      changeCount -= 1
+    index?.forget(entry)
+    if case .change = entry { changeCount -= 1 }
+  }
+
+  /// The slot of `key`'s queued change, if one is queued.
+  private func position(of key: Key) -> Int? {
+    if let index { return index.positions[key] }
+    return slots[head...].lastIndex { slot in
+      guard case .change(let topic, let change)? = slot else { return false }
+      return change.cardID == key.cardID && topic == key.topic
+    }
+  }
+
+  /// Records the slot just appended in the index; builds the index once the queue spans more
+  /// than a scan should cover.
+  private mutating func indexLastSlot() {
+    if index != nil, let entry = slots[slots.count - 1] {
+      index?.record(entry, at: slots.count - 1)
+    } else if slots.count - head > Self.scanLimit {
+      index = Index(slots, from: head)
     }
   }
 
   /// An empty queue holds no storage (see `compactIfSparse()`); the first entry of a burst
   /// makes room for a few, so that the next ones (a commit usually brings a subscriber more
-  /// than one change) do not grow the tables one allocation at a time.
+  /// than one change) do not grow the slots one allocation at a time.
   private mutating func reserveIfEmpty() {
     guard slots.isEmpty else { return }
     slots.reserveCapacity(Self.burstCapacity)
-    positions.reserveCapacity(Self.burstCapacity)
   }
 
   /// The entries an empty queue makes room for at its first.
@@ -146,16 +193,36 @@ public struct OutboundQueue: Sendable {
       // memory, not an allocation per burst, is what a broker with many of them runs out of.
       slots = []
       head = 0
-      perTopic = [:]
-      positions = [:]
+      index = nil
       return
     }
     guard head > 1024 || slots.count - head > 2 * entryCount + 1024 else { return }
     slots = slots[head...].filter { $0 != nil }
     head = 0
-    positions.removeAll(keepingCapacity: true)
-    for (index, entry) in slots.enumerated() {
-      if case .change(let topic, let change)? = entry { positions[Key(topic: topic, cardID: change.cardID)] = index }
+    index = slots.count > Self.scanLimit ? Index(slots, from: 0) : nil
+  }
+
+  /// Tables over a long queue's entries: the slot of each queued card, and each topic's
+  /// number of entries.
+  private struct Index {
+    var positions: [Key: Int] = [:]
+    var perTopic: [String: Int] = [:]
+
+    /// The tables of the entries in `slots` from `head`.
+    init(_ slots: [Entry?], from head: Int) {
+      for position in head..<slots.count {
+        if let entry = slots[position] { record(entry, at: position) }
+      }
+    }
+
+    mutating func record(_ entry: Entry, at position: Int) {
+      if case .change(let topic, let change) = entry { positions[Key(topic: topic, cardID: change.cardID)] = position }
+      perTopic.changeValue(forKey: entry.topic, default: 0) { $0 += 1 }
+    }
+
+    mutating func forget(_ entry: Entry) {
+      if case .change(let topic, let change) = entry { positions[Key(topic: topic, cardID: change.cardID)] = nil }
+      if let count = perTopic.removeValue(forKey: entry.topic), count > 1 { perTopic[entry.topic] = count - 1 }
     }
   }
 }

@@ -1,0 +1,117 @@
+@testable import PushlineBroker
+import PushlineSchema
+import PushlineTesting
+import Testing
+
+/// How a take groups what is queued into updates, whether it makes few updates or many.
+@Suite("Taking from an outbound queue")
+struct OutboundQueueTests {
+  /// What is queued, in order: a change of a topic, or a snapshot of one.
+  enum Queued {
+    case change(topic: String, CardChange)
+    case snapshot(TopicUpdate)
+  }
+
+  /// The grouping a take promises: a snapshot travels alone; a change joins its topic's last
+  /// update of the take unless that is a snapshot, and otherwise opens one.
+  static func expectedUpdates(_ queued: [Queued]) -> [TopicUpdate] {
+    var updates: [TopicUpdate] = []
+    var open: [String: Int] = [:]
+    for entry in queued {
+      switch entry {
+      case .snapshot(let update):
+        open[update.topic] = nil
+        updates.append(update)
+      case .change(let topic, let change):
+        if let index = open[topic] {
+          updates[index].changes.append(change)
+        } else {
+          open[topic] = updates.count
+          var update = TopicUpdate(topic: topic, epoch: 1, throughOffset: 0)
+          update.changes = [change]
+          updates.append(update)
+        }
+      }
+    }
+    return updates
+  }
+
+  /// Takes of every size, over 1 to 40 topics with snapshots among the changes, group as the
+  /// model does: the few-updates path (a scan) and the many-updates one (a table) agree.
+  @Test(arguments: 0..<40)
+  func takesGroupChangesByTopicAroundSnapshots(seed: Int) {
+    var random = SplitMix64(seed: UInt64(seed) &* 0x2545_F491 &+ 7)
+    let topics = (0..<(1 + Int(random.next() % 40))).map { "t\($0)" }
+    var queue = OutboundQueue()
+    var queued: [Queued] = []
+    for offset in 1...(1 + Int64(random.next() % 150)) {
+      let topic = topics[Int(random.next() % UInt64(topics.count))]
+      if random.next() % 10 == 0 {
+        var snapshot = TopicUpdate(topic: topic, epoch: 1, throughOffset: offset)
+        snapshot.snapshot = true
+        queue.append(snapshot: snapshot)
+        queued.append(.snapshot(snapshot))
+      } else {
+        // A card of its own per change: nothing is coalesced, so the queue keeps their order.
+        let change = CardChange(upserting: card("c\(offset)", Int(offset)), offset: offset)
+        queue.append(change, topic: topic)
+        queued.append(.change(topic: topic, change))
+      }
+    }
+    #expect(queue.take(limit: .max) { _ in 1 } == Self.expectedUpdates(queued), "seed \(seed)")
+    #expect(queue.isEmpty)
+  }
+
+  /// Random appends (few cards, so most replace a queued one), snapshots, drops and takes of
+  /// random sizes, checked after each step against a plain list: short queues are scanned and
+  /// long ones indexed, and a queue goes back and forth between the two.
+  @Test(arguments: 0..<40)
+  func aQueueBehavesAsAListWithOneEntryPerCard(seed: Int) {
+    var random = SplitMix64(seed: UInt64(seed) &* 0x9E37_79B9 &+ 11)
+    let topics = (0..<(1 + Int(random.next() % 4))).map { "t\($0)" }
+    var queue = OutboundQueue()
+    var model: [Queued] = []
+    for offset in Int64(1)...400 {
+      let topic = topics[Int(random.next() % UInt64(topics.count))]
+      switch random.next() % 20 {
+      case 0:
+        var snapshot = TopicUpdate(topic: topic, epoch: 1, throughOffset: offset)
+        snapshot.snapshot = true
+        queue.append(snapshot: snapshot)
+        model.append(.snapshot(snapshot))
+      case 1:
+        queue.removeAll(for: topic)
+        model.removeAll { Self.topic(of: $0) == topic }
+      case 2, 3:
+        let limit = 1 + Int(random.next() % 30)
+        var taken = 0
+        var taking: [Queued] = []
+        while !model.isEmpty, taken < limit {
+          let entry = model.removeFirst()
+          if case .snapshot(let update) = entry { taken += max(1, update.changes.count) } else { taken += 1 }
+          taking.append(entry)
+        }
+        #expect(queue.take(limit: limit) { _ in 1 } == Self.expectedUpdates(taking), "seed \(seed), step \(offset)")
+      default:
+        let cardID = "c\(random.next() % 24)"
+        let change = CardChange(upserting: card(cardID, Int(offset)), offset: offset)
+        let replaced = model.firstIndex { if case .change(topic, let queued) = $0 { queued.cardID == cardID } else { false } }
+        if let replaced { model.remove(at: replaced) }
+        #expect(queue.append(change, topic: topic) == (replaced != nil))
+        model.append(.change(topic: topic, change))
+      }
+      #expect(queue.isEmpty == model.isEmpty)
+      #expect(queue.changeCount == model.count { if case .change = $0 { true } else { false } })
+      for topic in topics {
+        #expect(queue.hasEntries(for: topic) == model.contains { Self.topic(of: $0) == topic }, "seed \(seed), step \(offset)")
+      }
+    }
+  }
+
+  static func topic(of entry: Queued) -> String {
+    switch entry {
+    case .change(let topic, _): topic
+    case .snapshot(let update): update.topic
+    }
+  }
+}
