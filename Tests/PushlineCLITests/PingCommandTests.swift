@@ -9,7 +9,7 @@ import Testing
 struct PingCommandTests {
   @Test func aServingServerIsReportedWithItsRoundTrips() async throws {
     try await RPCServer(router: RPCRouter(), configuration: .init(port: 0)).withRunningServer { address in
-      let line = try await PingCommand.check(host: "127.0.0.1", port: address.port!, timeout: .seconds(10))
+      let line = try await PingCommand.check(host: "127.0.0.1", port: address.port!, timeout: .seconds(60))
       #expect(line.hasPrefix("127.0.0.1:\(address.port!) SERVING: connect+handshake "))
       #expect(line.contains("health check") && line.contains("ping"))
     }
@@ -19,7 +19,7 @@ struct PingCommandTests {
     var port = 0
     try await RPCServer(router: RPCRouter(), configuration: .init(port: 0)).withRunningServer { port = $0.port! }
     await #expect {
-      try await PingCommand.check(host: "127.0.0.1", port: port, timeout: .seconds(10))
+      try await PingCommand.check(host: "127.0.0.1", port: port, timeout: .seconds(60))
     } throws: { error in
       "\(error)".hasPrefix("127.0.0.1:\(port): UNAVAILABLE")
     }

@@ -58,7 +58,7 @@ struct ServeProcessTests {
     let match = try #require(serving.wholeMatch(of: #/pushline: serving on 127\.0\.0\.1:(\d+), topics in memory/#), "\(serving)")
     let port = try #require(Int(match.1))
     #expect(port != 9 && port != 0)
-    let ping = try await PingCommand.check(host: "127.0.0.1", port: port, timeout: .seconds(10))
+    let ping = try await PingCommand.check(host: "127.0.0.1", port: port, timeout: .seconds(60))
     #expect(ping.contains("SERVING"))
 
     // SIGTERM while a subscriber streams: the GOAWAY, then after the grace period its call is
