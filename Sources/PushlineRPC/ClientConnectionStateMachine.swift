@@ -169,7 +169,7 @@ public struct ClientConnectionStateMachine: Sendable {
       case .incomplete:
         return []
       case .complete(let flag, let message) where flag <= 1:
-        return [.deliverMessage(callID: frame.callID, payload: message, compressed: flag == 1)]
+        return [.deliverMessage(callID: frame.callID, payload: Array(message), compressed: flag == 1)]
       case .complete, .malformed:
         return violation("MESSAGE without a valid compressed flag", open: open)
       case .tooLarge(let bytes):

@@ -49,8 +49,9 @@ public struct MessageReassembly: Sendable {
   public enum Outcome: Hashable, Sendable {
     /// The message continues in a later frame.
     case incomplete
-    /// A whole message: its compressed flag and bytes.
-    case complete(flag: UInt8, message: [UInt8])
+    /// A whole message: its compressed flag and bytes (a slice of the payload they came in,
+    /// not a copy).
+    case complete(flag: UInt8, message: ArraySlice<UInt8>)
     /// The frames so far already exceed the message limit; the call's bytes were dropped.
     case tooLarge(bytes: Int)
     /// A frame with no compressed flag at all.
@@ -71,7 +72,7 @@ public struct MessageReassembly: Sendable {
     guard more || unfinished[frame.callID] != nil else {
       guard let flag = frame.payload.first else { return .malformed }
       guard frame.payload.count - 1 <= limit else { return .tooLarge(bytes: frame.payload.count - 1) }
-      return .complete(flag: flag, message: Array(frame.payload.dropFirst()))
+      return .complete(flag: flag, message: frame.payload.dropFirst())
     }
     var bytes = unfinished.removeValue(forKey: frame.callID) ?? []
     bufferedBytes -= bytes.count
@@ -83,7 +84,7 @@ public struct MessageReassembly: Sendable {
       return .incomplete
     }
     guard let flag = bytes.first else { return .malformed }
-    return .complete(flag: flag, message: Array(bytes.dropFirst()))
+    return .complete(flag: flag, message: bytes.dropFirst())
   }
 
   /// Whether a message of `callID` has begun and not yet ended.

@@ -33,13 +33,13 @@ public struct RPCRouter: Sendable {
 
   /// A method's handler over raw bytes: the transport's view of every registered method. It
   /// throws only ``RPCError``s.
-  public typealias Handler = @Sendable (_ request: [UInt8], _ respond: ResponseSink, _ context: ServerContext) async throws
+  public typealias Handler = @Sendable (_ request: ArraySlice<UInt8>, _ respond: ResponseSink, _ context: ServerContext) async throws
     -> Void
 
   /// A unary method's handler over raw bytes that answers through `answer` instead of
   /// returning: called on the transport's executor, it must not block; it may answer at once
   /// or later, from any thread. Only the first answer counts.
-  public typealias CompletingHandler = @Sendable (_ request: [UInt8], _ context: ServerContext, _ answer: CallAnswer) -> Void
+  public typealias CompletingHandler = @Sendable (_ request: ArraySlice<UInt8>, _ context: ServerContext, _ answer: CallAnswer) -> Void
 
   /// How many response messages a method sends.
   public enum Kind: Sendable {
@@ -112,7 +112,7 @@ public struct RPCRouter: Sendable {
   /// (UNIMPLEMENTED).
   public func handler(for method: String) -> (kind: Kind, implementation: Implementation)? { registered[method] }
 
-  private static func decode<Request: WireMessage>(_: Request.Type, _ bytes: [UInt8]) throws(RPCError) -> Request {
+  private static func decode<Request: WireMessage>(_: Request.Type, _ bytes: ArraySlice<UInt8>) throws(RPCError) -> Request {
     do {
       return try Request(serializedBytes: bytes)
     } catch {

@@ -71,7 +71,7 @@ public struct ServerConnectionStateMachine: Sendable {
     /// Run the handler of a new call.
     case startCall(callID: UInt32, CallStart)
     /// Give a request message to the call's handler.
-    case deliverMessage(callID: UInt32, payload: [UInt8], compressed: Bool)
+    case deliverMessage(callID: UInt32, payload: ArraySlice<UInt8>, compressed: Bool)
     /// The client sent its last request message.
     case deliverEndOfRequests(callID: UInt32)
     /// Stop the call's handler; nothing more is sent on the call.

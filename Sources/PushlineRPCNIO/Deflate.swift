@@ -36,6 +36,11 @@ enum Deflate {
   /// - Throws: ``RPCError`` RESOURCE_EXHAUSTED when the output would exceed `limit`, INTERNAL
   ///   when the input is not a complete deflate stream.
   static func decompress(_ bytes: [UInt8], limit: Int) throws(RPCError) -> [UInt8] {
+    try decompress(bytes[...], limit: limit)
+  }
+
+  /// The same, for part of an array (a message read as the payload of its frame).
+  static func decompress(_ bytes: ArraySlice<UInt8>, limit: Int) throws(RPCError) -> [UInt8] {
     var stream = z_stream()
     guard inflateInit_(&stream, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
       throw RPCError(code: .internal, message: "zlib cannot start inflating")

@@ -49,7 +49,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     let context: ServerContext
     let implementation: RPCRouter.Implementation
     /// The call's request, once it has arrived (the state machine refuses a second one).
-    var request: [UInt8]?
+    var request: ArraySlice<UInt8>?
 
     init(context: ServerContext, implementation: RPCRouter.Implementation) {
       self.context = context
@@ -281,14 +281,14 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     calls[callID] = call
   }
 
-  private func deliver(_ payload: [UInt8], compressed: Bool, callID: UInt32) {
+  private func deliver(_ payload: ArraySlice<UInt8>, compressed: Bool, callID: UInt32) {
     guard let opening = calls[callID]?.opening else { return }
     guard compressed, let peer else {
       opening.request = payload
       return
     }
     do throws(RPCError) {
-      opening.request = try Deflate.decompress(payload, limit: peer.limits.maxMessageSize)
+      opening.request = try Deflate.decompress(payload, limit: peer.limits.maxMessageSize)[...]
     } catch {
       stopHandler(of: callID)
       finish(callID: callID, status: error.status)

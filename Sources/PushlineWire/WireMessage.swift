@@ -63,6 +63,15 @@ extension WireMessage {
     }.get()
   }
 
+  /// Decodes a message from part of an array of bytes, without copying it out (a request
+  /// read as the payload of its frame, after the flag byte).
+  @inlinable
+  public init(serializedBytes bytes: ArraySlice<UInt8>, options: DecodingOptions = DecodingOptions()) throws(WireDecodingError) {
+    self = try bytes.withUnsafeBytes { buffer in
+      Result { () throws(WireDecodingError) -> Self in try Self(serializedBytes: buffer, options: options) }
+    }.get()
+  }
+
   /// Merges the fields in `bytes` into this message without checking required fields, as
   /// protobuf's `MergeFrom` does: concatenated encodings decode to the merged message.
   public mutating func merge(serializedBytes bytes: UnsafeRawBufferPointer, options: DecodingOptions = DecodingOptions())
