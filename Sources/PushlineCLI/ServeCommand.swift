@@ -80,13 +80,18 @@ struct ServeCommand: AsyncParsableCommand {
     valueName: "rate"))
   var maxConnectionsPerSecond: Int?
 
+  @Option(help: ArgumentHelp(
+    "New subscriptions admitted per second; past it, UNAVAILABLE with retry-after hints; 0 for no limit (default: \(ServeSettings().maxSubscribesPerSecond)).",
+    valueName: "rate"))
+  var maxSubscribesPerSecond: Int?
+
   /// The settings the flags give; the others come from the environment and the config file.
   var flags: ServeSettings.Layer {
     ServeSettings.Layer(
       host: host, port: port, storage: storage, dataDir: dataDir, watermarkInterval: watermarkInterval,
       tombstoneLimit: tombstoneLimit, idempotencyWindow: idempotencyWindow, metricsPort: metricsPort,
       gracePeriod: gracePeriod, lameDuckPeriod: lameDuckPeriod, maxConnectionsPerSecond: maxConnectionsPerSecond,
-      tokenSecret: tokenSecretFile.map { .file($0) })
+      maxSubscribesPerSecond: maxSubscribesPerSecond, tokenSecret: tokenSecretFile.map { .file($0) })
   }
 
   func run() async throws {
@@ -134,6 +139,6 @@ extension ServeSettings {
   var brokerConfiguration: BrokerConfiguration {
     BrokerConfiguration(
       maxTombstonesPerTopic: tombstoneLimit, idempotencyWindow: .seconds(idempotencyWindow),
-      watermarkInterval: .seconds(watermarkInterval))
+      watermarkInterval: .seconds(watermarkInterval), maxSubscribesPerSecond: maxSubscribesPerSecond)
   }
 }

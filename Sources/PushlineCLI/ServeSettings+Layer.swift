@@ -15,6 +15,7 @@ extension ServeSettings {
     var gracePeriod: Int?
     var lameDuckPeriod: Int?
     var maxConnectionsPerSecond: Int?
+    var maxSubscribesPerSecond: Int?
     var tokenSecret: TokenSecretSource?
 
     /// This layer, with each setting it lacks taken from `lower`.
@@ -70,7 +71,8 @@ extension ServeSettings {
     Field("watermarkInterval", \.watermarkInterval), Field("tombstoneLimit", \.tombstoneLimit),
     Field("idempotencyWindow", \.idempotencyWindow), Field("metricsPort", \.metricsPort),
     Field("gracePeriod", \.gracePeriod), Field("lameDuckPeriod", \.lameDuckPeriod),
-    Field("maxConnectionsPerSecond", \.maxConnectionsPerSecond), Field("tokenSecretFile", \.tokenSecret),
+    Field("maxConnectionsPerSecond", \.maxConnectionsPerSecond), Field("maxSubscribesPerSecond", \.maxSubscribesPerSecond),
+    Field("tokenSecretFile", \.tokenSecret),
   ]
 }
 

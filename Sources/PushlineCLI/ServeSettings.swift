@@ -1,4 +1,5 @@
 import ArgumentParser
+import PushlineBroker
 
 /// The settings of `pushline serve`, each taken from the first source that has it: a flag, then
 /// the environment, then the config file, then the default written here.
@@ -44,6 +45,8 @@ struct ServeSettings: Equatable, Sendable {
   var lameDuckPeriod = 5
   /// New connections accepted per second (in bursts of as many); 0 for no limit.
   var maxConnectionsPerSecond = 10_000
+  /// New subscriptions admitted per second (in bursts of as many); 0 for no limit.
+  var maxSubscribesPerSecond = BrokerConfiguration().maxSubscribesPerSecond
   /// Nil when no source names one; reading the secret then fails (see ``readTokenSecret(environment:)``).
   var tokenSecret: TokenSecretSource?
 }
@@ -81,6 +84,7 @@ extension ServeSettings {
     gracePeriod = layer.gracePeriod ?? gracePeriod
     lameDuckPeriod = layer.lameDuckPeriod ?? lameDuckPeriod
     maxConnectionsPerSecond = layer.maxConnectionsPerSecond ?? maxConnectionsPerSecond
+    maxSubscribesPerSecond = layer.maxSubscribesPerSecond ?? maxSubscribesPerSecond
     tokenSecret = layer.tokenSecret ?? tokenSecret
     try check()
   }
@@ -94,6 +98,7 @@ extension ServeSettings {
     let counts = [
       ("tombstoneLimit", tombstoneLimit), ("idempotencyWindow", idempotencyWindow), ("gracePeriod", gracePeriod),
       ("lameDuckPeriod", lameDuckPeriod), ("maxConnectionsPerSecond", maxConnectionsPerSecond),
+      ("maxSubscribesPerSecond", maxSubscribesPerSecond),
     ]
     for (key, value) in counts where value < 0 {
       throw CommandFailure("\(key) must not be negative, not \(value)")
