@@ -41,6 +41,13 @@ struct BrokerBenchmark: AsyncParsableCommand {
   var countAllocations = false
   @Flag(help: "Also measure (c) with connections that only handshake, to split memory between connection and subscription.")
   var idleBreakdown = false
+  @Option(
+    help: """
+      The Pushline broker's admission limit on new subscriptions per second (`pushline serve \
+      --max-subscribes-per-second`); subscribers refused past it subscribe again after the \
+      broker's retry-after hint. 0, the default, turns it off: nats-server has no such limit.
+      """)
+  var maxSubscribesPerSecond = 0
 
   static let brokerNames: [String: String] = ["memory": "Pushline memory", "sqlite": "Pushline SQLite", "nats": "nats-server"]
 
@@ -141,6 +148,10 @@ struct BrokerBenchmark: AsyncParsableCommand {
     )
     print("nats-server publisher: one connection, PUBs written as fast as the socket takes them — fire-and-forget, no ack; its 'acks/s' is PUBs until the PONG after the last one")
     print("Pushline subscribers: one Subscribe call per connection, no compression offered; a subscriber is done when its position reaches the topic's last acknowledged offset, so changes coalesced away by the broker count as done and are reported as 'coalesced'")
+    print(
+      maxSubscribesPerSecond > 0
+        ? "Pushline broker: at most \(maxSubscribesPerSecond) new subscriptions a second (bursts of as many); refused subscribers retry after the broker's hint"
+        : "Pushline broker: no admission limit on new subscriptions (as nats-server); `pushline serve` defaults to 5,000 a second")
     print("\(natsServerVersion()), core protocol, default settings")
   }
 
@@ -160,6 +171,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
     var serverArguments = ["broker-server", "--implementation", broker, "--nats-server", natsServer]
     let countsAllocations = countAllocations && broker != "nats"
     if countsAllocations { serverArguments.append("--count-allocations") }
+    serverArguments += ["--max-subscribes-per-second", "\(maxSubscribesPerSecond)"]
     var dataDir: URL?
     if broker == "sqlite" {
       let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-bench-\(UUID().uuidString)")

@@ -18,6 +18,7 @@ struct BrokerBenchmarkServer: AsyncParsableCommand {
   @Option(help: "SQLite's data directory.") var dataDir = ""
   @Option(help: "The nats-server executable.") var natsServer = "nats-server"
   @Flag(help: "Count Pushline's allocations; print MALLOCS n when standard input closes.") var countAllocations = false
+  @Option(help: "New subscriptions admitted per second; 0 for no limit.") var maxSubscribesPerSecond = 0
 
   func run() async throws {
     if countAllocations, implementation != .nats {
@@ -39,7 +40,7 @@ struct BrokerBenchmarkServer: AsyncParsableCommand {
     guard let hex = ProcessInfo.processInfo.environment["PUSHLINE_TOKEN_SECRET"], let secret = Self.bytes(hex: hex) else {
       throw ValidationError("PUSHLINE_TOKEN_SECRET must hold the token secret in hex")
     }
-    let configuration = BrokerConfiguration()
+    let configuration = BrokerConfiguration(maxSubscribesPerSecond: maxSubscribesPerSecond)
     let storage: any BrokerStorage = implementation == .memory ? InMemoryBrokerStorage() : try SQLiteBrokerStorage(directory: dataDir)
     let broker = try await Broker(storage: storage, configuration: configuration)
     let authority = try await TokenAuthority(secret: secret, nowMillis: configuration.nowMillis)

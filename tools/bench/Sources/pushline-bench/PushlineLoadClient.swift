@@ -189,21 +189,37 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
   private func handle(_ action: ClientConnectionStateMachine.Action, context: ChannelHandlerContext) {
     switch action {
     case .connectionReady:
-      guard let request else {
+      guard request != nil else {
         isSubscribed = true
         return subscribed.succeed()
       }
-      let (id, start) = machine.startCall(CallStart(method: BrokerService.subscribeMethod))
-      guard let id else { return fail("the broker refused the call", context: context) }
-      callID = id
-      run(start + machine.send(message: request, compressed: false, callID: id) + machine.halfClose(callID: id), context: context)
+      subscribe(context: context)
     case .finishCall(_, let status):
+      // Refused by the broker's admission limit: subscribe again when it says, as clients do.
+      if !isSubscribed, status.code == StatusCode.unavailable.rawValue, let wait = status.retryAfterMillis {
+        let handler = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: .milliseconds(Int64(wait))) {
+          let (handler, context) = handler.value
+          handler.subscribe(context: context)
+        }
+        return
+      }
       fail("the subscription ended: status \(status.code) \(status.message ?? "")", context: context)
     case .goAwayReceived(let goAway):
       fail("GOAWAY \(goAway.message ?? "")", context: context)
     default:
       break
     }
+  }
+
+  /// Starts the Subscribe call.
+  private func subscribe(context: ChannelHandlerContext) {
+    guard let request else { return }
+    let (id, start) = machine.startCall(CallStart(method: BrokerService.subscribeMethod))
+    guard let id else { return fail("the broker refused the call", context: context) }
+    callID = id
+    run(start + machine.send(message: request, compressed: false, callID: id) + machine.halfClose(callID: id), context: context)
+    burst.send(context: context)
   }
 
   private func fail(_ reason: String, context: ChannelHandlerContext) {
