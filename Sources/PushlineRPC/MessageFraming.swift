@@ -84,7 +84,9 @@ public struct MessageReassembly: Sendable {
       return .incomplete
     }
     guard let flag = bytes.first else { return .malformed }
-    return .complete(flag: flag, message: bytes.dropFirst())
+    // Copied to its exact size: the array its frames were appended to may have up to twice
+    // the capacity, which the held-request accounting would not see.
+    return .complete(flag: flag, message: Array(bytes.dropFirst())[...])
   }
 
   /// Whether a message of `callID` has begun and not yet ended.

@@ -377,10 +377,14 @@ public struct ServerConnectionStateMachine: Sendable {
     _ message: [UInt8], compressed: Bool, callID: UInt32, to write: (ConnectionElement) -> Void
   ) -> Bool {
     guard var open = state.takeOpen() else { return false }
-    defer { state.restore(open) }
-    guard open.calls[callID] != nil else { return false }
-    open.pingsWithoutActivity = 0
-    MessageFraming.write(message, compressed: compressed, callID: callID, maxFrameSize: open.peer.limits.maxFrameSize, to: write)
+    let isLive = open.calls[callID] != nil
+    if isLive { open.pingsWithoutActivity = 0 }
+    let maxFrameSize = open.peer.limits.maxFrameSize
+    // Back in place before the transport writes: a handler re-entered by the write finds the
+    // connection's state, not the placeholder.
+    state.restore(open)
+    guard isLive else { return false }
+    MessageFraming.write(message, compressed: compressed, callID: callID, maxFrameSize: maxFrameSize, to: write)
     return true
   }
 

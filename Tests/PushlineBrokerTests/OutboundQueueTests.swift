@@ -67,22 +67,36 @@ struct OutboundQueueTests {
   /// long ones indexed, and a queue goes back and forth between the two.
   @Test(arguments: 0..<40)
   func aQueueBehavesAsAListWithOneEntryPerCard(seed: Int) {
+    Self.checkAgainstAList(seed: seed, steps: 400, cards: 24, dropsPerMille: 50, takesPerMille: 100)
+  }
+
+  /// The same over a long run with many cards, so that the queue seldom empties and is
+  /// compacted (its taken slots dropped, its index rebuilt) while it holds entries.
+  @Test(arguments: 0..<8)
+  func aLongQueueIsCompactedWithoutLosingItsOrder(seed: Int) {
+    Self.checkAgainstAList(seed: seed, steps: 4_000, cards: 3_000, dropsPerMille: 1, takesPerMille: 40)
+  }
+
+  /// Runs `steps` random steps — snapshots (5 %), drops of a topic and takes at the rates
+  /// given, appends of `cards` card IDs otherwise — on a queue and on a plain list.
+  static func checkAgainstAList(seed: Int, steps: Int64, cards: UInt64, dropsPerMille: UInt64, takesPerMille: UInt64) {
     var random = SplitMix64(seed: UInt64(seed) &* 0x9E37_79B9 &+ 11)
     let topics = (0..<(1 + Int(random.next() % 4))).map { "t\($0)" }
     var queue = OutboundQueue()
     var model: [Queued] = []
-    for offset in Int64(1)...400 {
+    for offset in Int64(1)...steps {
       let topic = topics[Int(random.next() % UInt64(topics.count))]
-      switch random.next() % 20 {
-      case 0:
+      let roll = random.next() % 1000
+      switch roll {
+      case ..<50:
         var snapshot = TopicUpdate(topic: topic, epoch: 1, throughOffset: offset)
         snapshot.snapshot = true
         queue.append(snapshot: snapshot)
         model.append(.snapshot(snapshot))
-      case 1:
+      case ..<(50 + dropsPerMille):
         queue.removeAll(for: topic)
         model.removeAll { Self.topic(of: $0) == topic }
-      case 2, 3:
+      case ..<(50 + dropsPerMille + takesPerMille):
         let limit = 1 + Int(random.next() % 30)
         var taken = 0
         var taking: [Queued] = []
@@ -93,7 +107,7 @@ struct OutboundQueueTests {
         }
         #expect(queue.take(limit: limit) { _ in 1 } == Self.expectedUpdates(taking), "seed \(seed), step \(offset)")
       default:
-        let cardID = "c\(random.next() % 24)"
+        let cardID = "c\(random.next() % cards)"
         let change = CardChange(upserting: card(cardID, Int(offset)), offset: offset)
         let replaced = model.firstIndex { if case .change(topic, let queued) = $0 { queued.cardID == cardID } else { false } }
         if let replaced { model.remove(at: replaced) }

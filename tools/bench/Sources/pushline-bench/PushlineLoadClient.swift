@@ -200,6 +200,7 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
         let handler = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         context.eventLoop.scheduleTask(in: .milliseconds(Int64(wait))) {
           let (handler, context) = handler.value
+          guard context.channel.isActive, !handler.isSubscribed else { return }  // closed or failed meanwhile
           handler.subscribe(context: context)
         }
         return
