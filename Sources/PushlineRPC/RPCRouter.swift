@@ -57,7 +57,7 @@ public struct RPCRouter: Sendable {
     case completing(CompletingHandler)
   }
 
-  private var registered: [String: (kind: Kind, implementation: Implementation)] = [:]
+  @usableFromInline var registered: [String: (kind: Kind, implementation: Implementation)] = [:]
 
   /// A router serving nothing.
   public init() {}
@@ -66,6 +66,7 @@ public struct RPCRouter: Sendable {
   public var methods: [String] { registered.keys.sorted() }
 
   /// Serves `method` with a unary handler: one request, one response.
+  @inlinable  // Specialised in the registering module: the request decodes without generic dispatch.
   public mutating func registerUnary<Request: WireMessage, Response: WireMessage>(
     _ method: String, request: Request.Type, response: Response.Type,
     handler: @escaping @Sendable (Request, ServerContext) async throws -> Response
@@ -81,6 +82,7 @@ public struct RPCRouter: Sendable {
   /// task, and answers through its ``UnaryCompletion`` — at once or later, from any thread.
   /// For handlers that hand the request on and are completed by a callback; the handler
   /// itself must not block.
+  @inlinable  // Specialised in the registering module: no generic dispatch per call.
   public mutating func registerUnary<Request: WireMessage, Response: WireMessage>(
     _ method: String, request: Request.Type, response: Response.Type,
     completing handler: @escaping @Sendable (Request, ServerContext, UnaryCompletion<Response>) -> Void
@@ -112,7 +114,8 @@ public struct RPCRouter: Sendable {
   /// (UNIMPLEMENTED).
   public func handler(for method: String) -> (kind: Kind, implementation: Implementation)? { registered[method] }
 
-  private static func decode<Request: WireMessage>(_: Request.Type, _ bytes: ArraySlice<UInt8>) throws(RPCError) -> Request {
+  @inlinable
+  static func decode<Request: WireMessage>(_: Request.Type, _ bytes: ArraySlice<UInt8>) throws(RPCError) -> Request {
     do {
       return try Request(serializedBytes: bytes)
     } catch {
@@ -120,7 +123,8 @@ public struct RPCRouter: Sendable {
     }
   }
 
-  private static func mappingErrors<Result>(_ body: () async throws -> Result) async throws -> Result {
+  @inlinable
+  static func mappingErrors<Result>(_ body: () async throws -> Result) async throws -> Result {
     do {
       return try await body()
     } catch let error as RPCError {

@@ -44,6 +44,7 @@ extension WireMessage {
   /// Decodes a message, enforcing `options` and required fields.
   ///
   /// - Throws: ``WireDecodingError`` naming what is wrong and the byte offset where it starts.
+  @inlinable  // Specialised for the message type where it is decoded: no generic dispatch.
   public init(serializedBytes bytes: UnsafeRawBufferPointer, options: DecodingOptions = DecodingOptions())
     throws(WireDecodingError)
   {
@@ -74,6 +75,7 @@ extension WireMessage {
 
   /// Merges the fields in `bytes` into this message without checking required fields, as
   /// protobuf's `MergeFrom` does: concatenated encodings decode to the merged message.
+  @inlinable
   public mutating func merge(serializedBytes bytes: UnsafeRawBufferPointer, options: DecodingOptions = DecodingOptions())
     throws(WireDecodingError)
   {
