@@ -79,8 +79,12 @@ public struct ClientConnectionStateMachine: Sendable {
     case updating
     case closed
 
-    var openPhase: Open? {
-      if case .open(let open) = self { open } else { nil }
+    var isOpen: Bool {
+      if case .open = self { true } else { false }
+    }
+
+    consuming func intoOpenPhase() -> Open? {
+      if case .open(let open) = consume self { open } else { nil }
     }
 
     var isUpdating: Bool {

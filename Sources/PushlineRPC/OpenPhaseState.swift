@@ -12,23 +12,29 @@ protocol OpenPhaseState {
   static var updating: Self { get }
   /// The open state with `open` as its phase.
   static func open(_ open: Open) -> Self
-  /// The open phase, when the state is open.
-  var openPhase: Open? { get }
+  /// Whether the state is open.
+  var isOpen: Bool { get }
   /// Whether the open phase is out.
   var isUpdating: Bool { get }
+  /// The open phase of this state, which is used up; `nil` when it is not open.
+  consuming func intoOpenPhase() -> Open?
 }
 
 extension OpenPhaseState {
   /// The open phase, taken out (the state is ``updating`` until ``restore(_:)``); `nil` when
   /// the connection is not open.
+  ///
+  /// Moved out, not copied: reading the phase and then replacing the state would copy it —
+  /// a retain of every table it holds, and their release — on every frame.
   mutating func takeOpen() -> Open? {
-    guard let open = openPhase else { return nil }
+    guard isOpen else { return nil }
+    let current = consume self
     self = .updating
-    return open
+    return current.intoOpenPhase()
   }
 
   /// Puts back what ``takeOpen()`` took, unless the connection closed meanwhile.
-  mutating func restore(_ open: Open) {
+  mutating func restore(_ open: consuming Open) {
     if isUpdating { self = .open(open) }
   }
 }

@@ -126,8 +126,12 @@ public struct ServerConnectionStateMachine: Sendable {
     /// (see ``OpenPhaseState``).
     case awaitingPreface, awaitingHello, open(Open), updating, closed
 
-    var openPhase: Open? {
-      if case .open(let open) = self { open } else { nil }
+    var isOpen: Bool {
+      if case .open = self { true } else { false }
+    }
+
+    consuming func intoOpenPhase() -> Open? {
+      if case .open(let open) = consume self { open } else { nil }
     }
 
     var isUpdating: Bool {
@@ -179,7 +183,7 @@ public struct ServerConnectionStateMachine: Sendable {
     if case .open = state, case .frame(let frame) = element {
       guard var open = state.takeOpen() else { return }
       received(frame, open: &open, into: &actions)
-      state.restore(open)
+      state.restore(consume open)
       return
     }
     actions += receivedOutsideTheOpenPhase(element, serverTimeMillis: serverTimeMillis())
@@ -377,12 +381,12 @@ public struct ServerConnectionStateMachine: Sendable {
     _ message: [UInt8], compressed: Bool, callID: UInt32, to write: (ConnectionElement) -> Void
   ) -> Bool {
     guard var open = state.takeOpen() else { return false }
-    let isLive = open.calls[callID] != nil
+    let isLive = open.calls.index(forKey: callID) != nil
     if isLive { open.pingsWithoutActivity = 0 }
     let maxFrameSize = open.peer.limits.maxFrameSize
     // Back in place before the transport writes: a handler re-entered by the write finds the
     // connection's state, not the placeholder.
-    state.restore(open)
+    state.restore(consume open)
     guard isLive else { return false }
     MessageFraming.write(message, compressed: compressed, callID: callID, maxFrameSize: maxFrameSize, to: write)
     return true
@@ -400,12 +404,17 @@ public struct ServerConnectionStateMachine: Sendable {
   /// call of a connection going away); `nil` when the call is over.
   public mutating func endCall(callID: UInt32, status: CallStatus) -> (status: Frame, closes: Bool)? {
     guard var open = state.takeOpen() else { return nil }
-    defer { state.restore(open) }
-    guard open.calls[callID] != nil else { return nil }
+    guard open.calls.index(forKey: callID) != nil else {
+      state.restore(consume open)
+      return nil
+    }
     open.removeCall(callID)
     let payload = status == Self.ok ? Self.okPayload : status.serializedBytes()
     let frame = Frame(kind: .status, callID: callID, payload: payload)
-    guard isDrained(open) else { return (frame, false) }
+    guard isDrained(open) else {
+      state.restore(consume open)
+      return (frame, false)
+    }
     state = .closed
     return (frame, true)
   }

@@ -77,6 +77,18 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private let gracePeriod: TimeAmount
   private var peer: ServerConnectionStateMachine.Peer?
   private var calls: [UInt32: Call] = [:]
+
+  /// Whether `callID` is in progress. (`calls[callID] != nil` would copy the call out of the
+  /// table — a retain and release of everything it holds — only to compare it with nil.)
+  private func hasCall(_ callID: UInt32) -> Bool {
+    calls.index(forKey: callID) != nil
+  }
+
+  /// What `callID` holds until its handler runs, if it is in progress and its handler has not.
+  private func opening(of callID: UInt32) -> Opening? {
+    guard let index = calls.index(forKey: callID) else { return nil }
+    return calls.values[index].opening
+  }
   /// Set while the handler is in an active channel's pipeline.
   private var context: ChannelHandlerContext?
   private var output: FlushCoalescer?
@@ -174,7 +186,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
   /// Resumes `writer` once the channel is writable, or throws CANCELLED when the call ends first.
   func waitUntilWritable(callID: UInt32, _ writer: CheckedContinuation<Void, any Error>) {
-    guard let context, calls[callID] != nil else { return writer.resume(throwing: CallResponder.callOver) }
+    guard let context, hasCall(callID) else { return writer.resume(throwing: CallResponder.callOver) }
     guard !context.channel.isWritable else { return writer.resume() }
     calls.changeValue(forKey: callID) { $0.writer = writer }
   }
@@ -184,7 +196,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
   /// Wakes `pump` once the channel is writable again (at once if it already is).
   func wakeWhenWritable(callID: UInt32, _ pump: CallPump) {
-    guard let context, calls[callID] != nil else { return }
+    guard let context, hasCall(callID) else { return }
     guard !context.channel.isWritable else { return pump.wake() }
     calls.changeValue(forKey: callID) { $0.pumpAwaitsWritable = true }
   }
@@ -193,7 +205,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// GOAWAY (at once if it has gone out already), and of the call's end (at once if the call is
   /// already over).
   func register(_ pump: CallPump, callID: UInt32) {
-    guard calls[callID] != nil else { return pump.streamEnded() }
+    guard hasCall(callID) else { return pump.streamEnded() }
     calls[callID]?.pump?.streamEnded()  // a handler that pumps twice: the first stream is over
     calls.changeValue(forKey: callID) { $0.pump = pump }
     if isGoingAway { pump.connectionIsGoingAway() }
@@ -208,7 +220,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// A completing handler's answer to `callID`: its response and status OK, or its error's
   /// status. Dropped when the call is over.
   func answer(callID: UInt32, with result: Result<[UInt8], RPCError>) {
-    guard let peer, calls[callID] != nil else { return }
+    guard let peer, hasCall(callID) else { return }
     switch result {
     case .success(let response):
       let (bytes, compressed) = Deflate.prepare(response, negotiated: peer.compression == .deflate)
@@ -256,7 +268,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
       case .deliverEndOfRequests(let callID):
         runHandler(of: callID)
       case .cancelCall(let callID):
-        if calls[callID] != nil { stopHandler(of: callID) }
+        if hasCall(callID) { stopHandler(of: callID) }
         calls.removeValue(forKey: callID)?.pump?.streamEnded()
       case .pongReceived:
         break
@@ -282,7 +294,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   }
 
   private func deliver(_ payload: ArraySlice<UInt8>, compressed: Bool, callID: UInt32) {
-    guard let opening = calls[callID]?.opening else { return }
+    guard let opening = opening(of: callID) else { return }
     guard compressed, let peer else {
       opening.request = payload
       return
@@ -296,7 +308,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   }
 
   private func runHandler(of callID: UInt32) {
-    guard let opening = calls[callID]?.opening, let context, let executor, let pumps else { return }
+    guard let opening = opening(of: callID), let context, let executor, let pumps else { return }
     calls.changeValue(forKey: callID) { $0.opening = nil }
     guard let request = opening.request else {
       let refusal = RPCError(code: .invalidArgument, message: "the method takes one request, got none")
@@ -329,7 +341,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   }
 
   private func deadlinePassed(callID: UInt32) {
-    guard calls[callID] != nil else { return }
+    guard hasCall(callID) else { return }
     stopHandler(of: callID)
     finish(callID: callID, status: RPCError(code: .deadlineExceeded, message: "the call's deadline passed").status)
   }
