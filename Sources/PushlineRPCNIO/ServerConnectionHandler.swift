@@ -77,18 +77,6 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private let gracePeriod: TimeAmount
   private var peer: ServerConnectionStateMachine.Peer?
   private var calls: [UInt32: Call] = [:]
-
-  /// Whether `callID` is in progress. (`calls[callID] != nil` would copy the call out of the
-  /// table — a retain and release of everything it holds — only to compare it with nil.)
-  private func hasCall(_ callID: UInt32) -> Bool {
-    calls.index(forKey: callID) != nil
-  }
-
-  /// What `callID` holds until its handler runs, if it is in progress and its handler has not.
-  private func opening(of callID: UInt32) -> Opening? {
-    guard let index = calls.index(forKey: callID) else { return nil }
-    return calls.values[index].opening
-  }
   /// Set while the handler is in an active channel's pipeline.
   private var context: ChannelHandlerContext?
   private var output: FlushCoalescer?
@@ -113,6 +101,18 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     self.router = router
     self.gracePeriod = gracePeriod
     self.pumps = pumps
+  }
+
+  /// Whether `callID` is in progress. (`calls[callID] != nil` would copy the call out of the
+  /// table — a retain and release of everything it holds — only to compare it with nil.)
+  private func hasCall(_ callID: UInt32) -> Bool {
+    calls.index(forKey: callID) != nil
+  }
+
+  /// What `callID` holds until its handler runs, if it is in progress and its handler has not.
+  private func opening(of callID: UInt32) -> Opening? {
+    guard let index = calls.index(forKey: callID) else { return nil }
+    return calls.values[index].opening
   }
 
   // MARK: Channel events
