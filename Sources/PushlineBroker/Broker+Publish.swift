@@ -189,7 +189,7 @@ extension Broker {
     var topicIndex: [String: Int] = [:]
     topicIndex.reserveCapacity(publishes.count)
     // By position, here and in `applyCommitted`: a publish taken out of the array whole is a
-    // copy, a retain and release of everything it holds, for the two fields a loop reads.
+    // copy, a retain and release of everything it holds, for the few fields a loop reads.
     for position in publishes.indices {
       let (topic, epoch, records) = (publishes[position].topic, publishes[position].epoch, publishes[position].records)
       if let index = topicIndex[topic] {
