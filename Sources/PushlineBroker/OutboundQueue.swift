@@ -41,7 +41,8 @@ public struct OutboundQueue: Sendable {
   /// How many queued changes a newer version has replaced since the queue was created.
   public private(set) var coalescedCount = 0
 
-  /// The most slots a lookup scans before the queue keeps an ``Index``.
+  /// The most entries a lookup scans before a table is kept instead: a queue's slots before it
+  /// keeps an ``Index``, a take's updates before it keeps their table.
   private static let scanLimit = 16
 
   /// An empty queue.
@@ -127,7 +128,6 @@ public struct OutboundQueue: Sendable {
   /// usually makes one or two, and a table would be an allocation per take — and from a table
   /// once they are many.
   private struct OpenUpdates {
-    private static let scanLimit = 16
     private var table: [String: Int]?
 
     /// The index of the update `topic`'s next change joins, if any.
@@ -140,7 +140,7 @@ public struct OutboundQueue: Sendable {
     /// Appends `update` to `updates`, keeping the table once there is one.
     mutating func append(_ update: TopicUpdate, to updates: inout [TopicUpdate]) {
       updates.append(update)
-      if table == nil, updates.count > Self.scanLimit {
+      if table == nil, updates.count > OutboundQueue.scanLimit {
         table = [:]
         for (index, update) in updates.enumerated() { table?[update.topic] = update.isSnapshot ? nil : index }
       } else if table != nil {
