@@ -1,12 +1,15 @@
 public import PushlineRPC
 import PushlineSchema
 
-/// The broker's methods on Pushline RPC: `/pushline.Publisher/Publish`,
-/// `/pushline.Tracker/Subscribe` and `/pushline.Tracker/GetCards`, each authenticated with the
-/// connection's token.
+/// The broker's methods on Pushline RPC: `/pushline.Publisher/Publish` and its pipelined
+/// form `/pushline.Publisher/PublishStream`, `/pushline.Tracker/Subscribe` and
+/// `/pushline.Tracker/GetCards`, each authenticated with the connection's token.
 public enum BrokerService {
   /// The publish method's name.
   public static let publishMethod = "/pushline.Publisher/Publish"
+  /// The publish stream's name: many publishes on one call, each answered by a
+  /// `PublishOutcome` in order, for publishers that publish continuously.
+  public static let publishStreamMethod = "/pushline.Publisher/PublishStream"
   /// The subscribe method's name.
   public static let subscribeMethod = "/pushline.Tracker/Subscribe"
   /// The pull method's name.
@@ -30,21 +33,11 @@ public enum BrokerService {
     // runs on that loop too, after the publishes read with them.
     router.registerUnary(publishMethod, request: PublishRequest.self, response: PublishResponse.self) {
       request, context, completion in
-      do throws(RPCError) {
-        if let principal = try authority.verifiedPrincipal(context.peer.authToken) {
-          return broker.publish(request, for: principal, committingOn: context.executor, completion: completion)
-        }
-      } catch {
-        return completion.fail(error)
-      }
-      Task {
-        do throws(RPCError) {
-          let principal = try await authority.authenticate(context.peer.authToken)
-          broker.publish(request, for: principal, committingOn: context.executor, completion: completion)
-        } catch {
-          completion.fail(error)
-        }
-      }
+      publish(request, to: broker, authority: authority, context: context, completion: completion)
+    }
+    router.registerPipelined(publishStreamMethod, request: PublishRequest.self, response: PublishOutcome.self) {
+      request, context, answer in
+      publish(request, to: broker, authority: authority, context: context, completion: StreamedPublishCompletion(answer: answer))
     }
     router.registerUnary(getCardsMethod, request: GetCardsRequest.self, response: TopicUpdate.self) { request, context in
       let principal = try await authority.authenticate(context.peer.authToken)
@@ -63,6 +56,28 @@ public enum BrokerService {
       defer { broker.unsubscribe(subscription) }
       while true {
         for update in try await broker.nextUpdates(for: subscription) { try await writer.write(update) }
+      }
+    }
+  }
+
+  /// Publishes `request` as the connection's principal, answering through `completion`.
+  private static func publish(
+    _ request: PublishRequest, to broker: Broker, authority: TokenAuthority, context: ServerContext,
+    completion: some PublishCompletion
+  ) {
+    do throws(RPCError) {
+      if let principal = try authority.verifiedPrincipal(context.peer.authToken) {
+        return broker.publish(request, for: principal, committingOn: context.executor, completion: completion)
+      }
+    } catch {
+      return completion.complete(with: .failure(error))
+    }
+    Task {
+      do throws(RPCError) {
+        let principal = try await authority.authenticate(context.peer.authToken)
+        broker.publish(request, for: principal, committingOn: context.executor, completion: completion)
+      } catch {
+        completion.complete(with: .failure(error))
       }
     }
   }

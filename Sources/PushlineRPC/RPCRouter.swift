@@ -6,9 +6,12 @@ public import PushlineWire
 /// answers from a callback (it hands the request to something that completes it later, such
 /// as the broker's group commit) can instead be registered as *completing*: it runs on the
 /// transport's executor without a task and answers through a ``UnaryCompletion``, which
-/// saves the task and its switches on a hot path. A request that does not decode ends the call
-/// with INVALID_ARGUMENT naming the decoding error; an ``RPCError`` thrown by the handler ends
-/// it with that status; cancellation with CANCELLED; any other error with UNKNOWN.
+/// saves the task and its switches on a hot path. A *pipelined* method is many such exchanges on
+/// one call: the client streams requests, each answered by one response, in request order —
+/// a publisher's stream of publishes, with no call to open and end for each. A request that
+/// does not decode ends the call with INVALID_ARGUMENT naming the decoding error; an
+/// ``RPCError`` thrown by the handler ends it with that status; cancellation with CANCELLED;
+/// any other error with UNKNOWN.
 public struct RPCRouter: Sendable {
   /// How a handler's responses reach the transport.
   public struct ResponseSink: Sendable {
@@ -36,9 +39,10 @@ public struct RPCRouter: Sendable {
   public typealias Handler = @Sendable (_ request: ArraySlice<UInt8>, _ respond: ResponseSink, _ context: ServerContext) async throws
     -> Void
 
-  /// A unary method's handler over raw bytes that answers through `answer` instead of
-  /// returning: called on the transport's executor, it must not block; it may answer at once
-  /// or later, from any thread. Only the first answer counts.
+  /// A unary (or pipelined) method's handler over raw bytes that answers through `answer`
+  /// instead of returning: called on the transport's executor (for a pipelined method, once per
+  /// request, in order), it must not block; it may answer at once or later, from any thread.
+  /// Only the first answer to a request counts.
   public typealias CompletingHandler = @Sendable (_ request: ArraySlice<UInt8>, _ context: ServerContext, _ answer: CallAnswer) -> Void
 
   /// How many response messages a method sends.
@@ -47,6 +51,9 @@ public struct RPCRouter: Sendable {
     case unary
     /// Any number, then the status.
     case serverStreaming
+    /// One per request, in request order; the client sends any number of requests, and the
+    /// status follows the answer to the last once the client has half-closed.
+    case pipelined
   }
 
   /// How the transport runs a method's calls.
@@ -55,6 +62,8 @@ public struct RPCRouter: Sendable {
     case task(Handler)
     /// Unary, on the transport's executor, answering through a callback.
     case completing(CompletingHandler)
+    /// Pipelined: each request on the transport's executor, answered through a callback.
+    case pipelined(CompletingHandler)
   }
 
   @usableFromInline var registered: [String: (kind: Kind, implementation: Implementation)] = [:]
@@ -64,6 +73,13 @@ public struct RPCRouter: Sendable {
 
   /// The methods served.
   public var methods: [String] { registered.keys.sorted() }
+
+  /// The methods whose calls take a stream of requests: a connection's state machine must
+  /// accept more than one request on their calls (see
+  /// ``ServerConnectionStateMachine/Configuration/pipelinedMethods``).
+  public var pipelinedMethods: Set<String> {
+    Set(registered.lazy.filter { $0.value.kind == .pipelined }.map(\.key))
+  }
 
   /// Serves `method` with a unary handler: one request, one response.
   @inlinable  // Specialised in the registering module: the request decodes without generic dispatch.
@@ -87,15 +103,23 @@ public struct RPCRouter: Sendable {
     _ method: String, request: Request.Type, response: Response.Type,
     completing handler: @escaping @Sendable (Request, ServerContext, UnaryCompletion<Response>) -> Void
   ) {
-    registered[method] = (.unary, .completing({ bytes, context, answer in
-      let request: Request
-      do throws(RPCError) {
-        request = try Self.decode(Request.self, bytes)
-      } catch {
-        return answer.send(.failure(error))
-      }
-      handler(request, context, UnaryCompletion(answer: answer))
-    }))
+    registered[method] = (.unary, .completing(Self.completing(Request.self, handler)))
+  }
+
+  /// Serves `method` as a pipeline of unary exchanges on one call: the client streams
+  /// requests, and `handler` — run on the transport's executor, without a task, once per
+  /// request in arrival order — answers each through its ``UnaryCompletion``, at once or
+  /// later, from any thread. The transport sends the answers in request order, whatever order
+  /// they come in. An answer that fails ends the call with its status (answers still due are
+  /// dropped), so a handler answers a request it refuses but can go on from with a response
+  /// saying so. The call ends with OK once the client has half-closed and every request is
+  /// answered.
+  @inlinable  // Specialised in the registering module: no generic dispatch per request.
+  public mutating func registerPipelined<Request: WireMessage, Response: WireMessage>(
+    _ method: String, request: Request.Type, response: Response.Type,
+    completing handler: @escaping @Sendable (Request, ServerContext, UnaryCompletion<Response>) -> Void
+  ) {
+    registered[method] = (.pipelined, .pipelined(Self.completing(Request.self, handler)))
   }
 
   /// Serves `method` with a server-streaming handler: one request, any number of responses
@@ -113,6 +137,23 @@ public struct RPCRouter: Sendable {
   /// The handler of `method`, its kind and how it runs, or `nil` when it is not served
   /// (UNIMPLEMENTED).
   public func handler(for method: String) -> (kind: Kind, implementation: Implementation)? { registered[method] }
+
+  /// `handler` over raw bytes: a request that does not decode is answered with
+  /// INVALID_ARGUMENT.
+  @inlinable
+  static func completing<Request: WireMessage, Response: WireMessage>(
+    _: Request.Type, _ handler: @escaping @Sendable (Request, ServerContext, UnaryCompletion<Response>) -> Void
+  ) -> CompletingHandler {
+    { bytes, context, answer in
+      let request: Request
+      do throws(RPCError) {
+        request = try Self.decode(Request.self, bytes)
+      } catch {
+        return answer.send(.failure(error))
+      }
+      handler(request, context, UnaryCompletion(answer: answer))
+    }
+  }
 
   @inlinable
   static func decode<Request: WireMessage>(_: Request.Type, _ bytes: ArraySlice<UInt8>) throws(RPCError) -> Request {

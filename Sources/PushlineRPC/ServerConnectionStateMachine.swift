@@ -38,17 +38,26 @@ public struct ServerConnectionStateMachine: Sendable {
     /// concurrent calls cannot multiply the message limit. A frame that would pass it ends its
     /// call with RESOURCE_EXHAUSTED.
     public var maxBufferedRequestBytes: Int
+    /// The methods whose calls take a stream of requests, each answered by one response (see
+    /// ``RPCRouter/registerPipelined(_:request:response:completing:)``). Their requests go to
+    /// the handler as they arrive, so they are not held; instead a call may have at most
+    /// `limits.maxConcurrentCalls` requests unanswered — as many as a client could have in
+    /// flight as unary calls — and one more ends it with RESOURCE_EXHAUSTED. Every other
+    /// method takes one request. Transports fill this in from their router.
+    public var pipelinedMethods: Set<String>
 
     /// A configuration; the defaults suit most servers.
     public init(
       limits: ConnectionLimits = .defaults, compressions: [Compression] = [.deflate],
-      keepaliveIntervalMillis: UInt32? = 30_000, pingBudget: Int = 10, maxBufferedRequestBytes: Int = 16 << 20
+      keepaliveIntervalMillis: UInt32? = 30_000, pingBudget: Int = 10, maxBufferedRequestBytes: Int = 16 << 20,
+      pipelinedMethods: Set<String> = []
     ) {
       self.limits = limits
       self.compressions = compressions
       self.keepaliveIntervalMillis = keepaliveIntervalMillis
       self.pingBudget = pingBudget
       self.maxBufferedRequestBytes = maxBufferedRequestBytes
+      self.pipelinedMethods = pipelinedMethods
     }
   }
 
@@ -82,11 +91,14 @@ public struct ServerConnectionStateMachine: Sendable {
     case close(after: [ConnectionElement])
   }
 
-  /// Where a call in progress stands on the client's side: eight bytes, as every connection
+  /// Where a call in progress stands on the client's side: a few bytes, as every connection
   /// keeps one per call (a subscriber's for as long as it is connected).
   private struct CallProgress: Sendable {
     /// The size of the request delivered before the HALF_CLOSE: the transport holds it until then.
     var heldRequestBytes: UInt32?
+    /// On a pipelined call, its requests delivered and not answered yet; `nil` on a call that
+    /// takes one request.
+    var unansweredRequests: UInt32?
     /// The client has half-closed the call.
     var isHalfClosed = false
   }
@@ -301,7 +313,7 @@ public struct ServerConnectionStateMachine: Sendable {
     guard open.calls.count < open.peer.limits.maxConcurrentCalls else {
       return actions += [.write([Self.status(frame.callID, .resourceExhausted, "more than \(open.peer.limits.maxConcurrentCalls) concurrent calls")])]
     }
-    open.calls[frame.callID] = CallProgress()
+    open.calls[frame.callID] = CallProgress(unansweredRequests: configuration.pipelinedMethods.contains(start.method) ? 0 : nil)
     actions.append(.startCall(callID: frame.callID, start))
   }
 
@@ -327,10 +339,14 @@ public struct ServerConnectionStateMachine: Sendable {
       actions.append(.deliverEndOfRequests(callID: frame.callID))
     default:
       guard !progress.isHalfClosed else { return actions += refuse(frame.callID, .internal, "a message after the end of the requests", open: &open) }
-      // Every method takes one request (client streaming is not in version 1): a second one is
-      // refused as it arrives, not held until the call's end.
+      // A method that is not pipelined takes one request: a second one is refused as it
+      // arrives, not held until the call's end.
       guard progress.heldRequestBytes == nil else {
         return actions += refuse(frame.callID, .invalidArgument, "the method takes one request, got more", open: &open)
+      }
+      let maxUnanswered = open.peer.limits.maxConcurrentCalls
+      if let unanswered = progress.unansweredRequests, Int(unanswered) >= maxUnanswered {
+        return actions += refuse(frame.callID, .resourceExhausted, "more than \(maxUnanswered) requests unanswered on the call", open: &open)
       }
       let buffered = open.heldRequestBytes + open.messages.bufferedBytes + frame.payload.count
       guard buffered <= configuration.maxBufferedRequestBytes else {
@@ -351,8 +367,13 @@ public struct ServerConnectionStateMachine: Sendable {
         guard flag == 0 || open.peer.compression != .identity else {
           return actions += refuse(frame.callID, .internal, "a compressed message on a connection without compression", open: &open)
         }
-        open.calls.changeValue(forKey: frame.callID) { $0.heldRequestBytes = UInt32(clamping: message.count) }
-        open.heldRequestBytes += message.count
+        if let unanswered = progress.unansweredRequests {
+          // Handed to the handler at once: the request is not held, it awaits its answer.
+          open.calls.changeValue(forKey: frame.callID) { $0.unansweredRequests = unanswered + 1 }
+        } else {
+          open.calls.changeValue(forKey: frame.callID) { $0.heldRequestBytes = UInt32(clamping: message.count) }
+          open.heldRequestBytes += message.count
+        }
         actions.append(.deliverMessage(callID: frame.callID, payload: message, compressed: flag == 1))
       }
     }
@@ -381,8 +402,15 @@ public struct ServerConnectionStateMachine: Sendable {
     _ message: [UInt8], compressed: Bool, callID: UInt32, to write: (ConnectionElement) -> Void
   ) -> Bool {
     guard var open = state.takeOpen() else { return false }
-    let isLive = open.calls.index(forKey: callID) != nil
-    if isLive { open.pingsWithoutActivity = 0 }
+    let index = open.calls.index(forKey: callID)
+    if let index {
+      open.pingsWithoutActivity = 0
+      // A pipelined call's response answers its oldest unanswered request.
+      if let unanswered = open.calls.values[index].unansweredRequests, unanswered > 0 {
+        open.calls.values[index].unansweredRequests = unanswered - 1
+      }
+    }
+    let isLive = index != nil
     let maxFrameSize = open.peer.limits.maxFrameSize
     // Back in place before the transport writes: a handler re-entered by the write finds the
     // connection's state, not the placeholder.

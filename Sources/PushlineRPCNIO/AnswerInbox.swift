@@ -5,11 +5,11 @@ import PushlineRPC
 /// through a ``LoopMailbox``, from any thread, the loop's own included. The answers of a commit
 /// leave in one job and one flush; and that job runs after the pulls the commit's fan-out woke
 /// on the loop before it answered, so a connection that also subscribes gets its update before
-/// the answer to the publish that made it. A call's first answer counts (the mailbox keeps
-/// their order).
+/// the answer to the publish that made it. A request's first answer counts (the mailbox
+/// keeps their order).
 final class AnswerInbox: CallAnswerInbox {
-  /// A call's answer: its response message, or the error that ends it.
-  typealias Answer = (callID: UInt32, result: Result<[UInt8], RPCError>)
+  /// A request's answer: its response message, or the error that ends its call.
+  typealias Answer = (callID: UInt32, request: UInt32, result: Result<[UInt8], RPCError>)
 
   private let mailbox: LoopMailbox<Answer>
 
@@ -18,12 +18,12 @@ final class AnswerInbox: CallAnswerInbox {
     mailbox = LoopMailbox(eventLoop: connection.eventLoop) { answers in
       let handler = connection.value
       handler.writeBurst {
-        for (callID, result) in answers { handler.answer(callID: callID, with: result) }
+        for (callID, request, result) in answers { handler.answer(callID: callID, request: request, with: result) }
       }
     }
   }
 
-  func answer(callID: UInt32, with result: Result<[UInt8], RPCError>) {
-    mailbox.post((callID, result))
+  func answer(callID: UInt32, request: UInt32, with result: Result<[UInt8], RPCError>) {
+    mailbox.post((callID, request, result))
   }
 }

@@ -21,6 +21,8 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     case unary(CheckedContinuation<[UInt8], any Error>)
     /// A stream's consumer, which receives the responses in batches.
     case stream(AsyncThrowingStream<[[UInt8]], any Error>.Continuation)
+    /// A pipelined call's senders, each waiting for the answer to its request.
+    case pipeline(PipelineWaiters)
 
     /// Ends the call with `error`; a stream's consumer first gets the `received` responses.
     func fail(_ error: any Error, after received: [[UInt8]] = []) {
@@ -30,6 +32,8 @@ final class ClientConnectionHandler: ChannelInboundHandler {
       case .stream(let continuation):
         if !received.isEmpty { continuation.yield(received) }
         continuation.finish(throwing: error)
+      case .pipeline(let waiters):
+        waiters.fail(error)
       }
     }
   }
@@ -52,6 +56,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
 
     func fail(_ error: any Error) {
       deadline?.cancel()
+      if case .pipeline = waiter { handle.endReason = error }
       waiter.fail(error, after: received)
     }
   }
@@ -150,6 +155,54 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     execute(actions + machine.send(message: message, compressed: compressed, callID: callID) + machine.halfClose(callID: callID))
   }
 
+  /// Opens a pipelined call, which sends nothing until ``send(_:on:answer:)``, unless the
+  /// connection is closed or the caller has already cancelled (its sends then fail).
+  func startPipeline(_ handle: RPCConnection.CallHandle, method: String) {
+    guard isOpen, !handle.isCancelled else { return }  // its sends fail: the call is not there
+    let (callID, actions) = machine.startCall(CallStart(method: method))
+    guard let callID, let server else { return }
+    handle.callID = callID
+    calls[callID] = Call(handle: handle, waiter: .pipeline(PipelineWaiters(window: server.limits.maxConcurrentCalls)))
+    execute(actions)
+  }
+
+  /// Sends `request` on the pipelined call of `handle`; `answer` gets its response, or the
+  /// call's end.
+  func send(_ request: [UInt8], on handle: RPCConnection.CallHandle, answer: CheckedContinuation<[UInt8], any Error>) {
+    guard isOpen, let callID = handle.callID, let waiters = pipelineWaiters(of: callID), !waiters.isClosing else {
+      return answer.resume(throwing: pipelineGoneReason(handle))
+    }
+    waiters.submit((request, answer)) { sendRequest($0, callID: callID) }
+  }
+
+  /// Sends a request of the pipelined call `callID`.
+  private func sendRequest(_ request: [UInt8], callID: UInt32) {
+    let (message, compressed) = Deflate.prepare(request, negotiated: server?.compression == .deflate)
+    execute(machine.send(message: message, compressed: compressed, callID: callID))
+  }
+
+  /// Half-closes the pipelined call of `handle`; `ended` resumes when the call ends.
+  func finishPipeline(_ handle: RPCConnection.CallHandle, ended: CheckedContinuation<Void, any Error>) {
+    guard isOpen, let callID = handle.callID, let waiters = pipelineWaiters(of: callID), !waiters.isClosing else {
+      return ended.resume(throwing: pipelineGoneReason(handle))
+    }
+    if waiters.close(ended) { execute(machine.halfClose(callID: callID)) }
+  }
+
+  /// Why a pipelined call cannot take a request: the caller cancelled it, it has been
+  /// half-closed, or it has ended (or never started: the connection was closed).
+  private func pipelineGoneReason(_ handle: RPCConnection.CallHandle) -> any Error {
+    if let reason = handle.endReason { return reason }
+    if handle.isCancelled { return RPCError(code: .cancelled, message: "cancelled by the client") }
+    if let callID = handle.callID, pipelineWaiters(of: callID)?.isClosing == true { return PipelineWaiters.finished }
+    return isOpen ? RPCError(code: .cancelled, message: "the call has ended") : closedReason
+  }
+
+  private func pipelineWaiters(of callID: UInt32) -> PipelineWaiters? {
+    guard let index = calls.index(forKey: callID), case .pipeline(let waiters) = calls.values[index].waiter else { return nil }
+    return waiters
+  }
+
   /// The caller abandoned its call: CANCEL to the server.
   func cancel(_ handle: RPCConnection.CallHandle) {
     guard isOpen, let callID = handle.callID, calls[callID] != nil else { return }
@@ -202,6 +255,11 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         return execute(machine.cancel(callID: callID))
       }
     }
+    if let waiters = pipelineWaiters(of: callID) {
+      let sentLast = waiters.answer(with: payload) { sendRequest($0, callID: callID) }
+      if sentLast { execute(machine.halfClose(callID: callID)) }
+      return
+    }
     // In place: no copy of the call's responses per message.
     if calls.changeValue(forKey: callID, { $0.receive(payload) }) == true { streamsWithPending.append(callID) }
   }
@@ -228,6 +286,8 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     case .stream(let continuation):
       if !call.received.isEmpty { continuation.yield(call.received) }
       continuation.finish()
+    case .pipeline(let waiters):
+      waiters.ended()
     }
   }
 

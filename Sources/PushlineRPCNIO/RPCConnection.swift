@@ -16,6 +16,7 @@ public final class RPCConnection: Sendable {
     private struct State {
       var isCancelled = false
       var callID: UInt32?
+      var endReason: (any Error)?
     }
 
     private let state = Mutex(State())
@@ -27,6 +28,13 @@ public final class RPCConnection: Sendable {
     var callID: UInt32? {
       get { state.withLock { $0.callID } }
       set { state.withLock { $0.callID = newValue } }
+    }
+
+    /// Why the call ended, when it ended with an error: what a pipeline's later sends fail
+    /// with.
+    var endReason: (any Error)? {
+      get { state.withLock { $0.endReason } }
+      set { state.withLock { $0.endReason = newValue } }
     }
 
     /// Records the caller's cancellation.
@@ -96,13 +104,43 @@ public final class RPCConnection: Sendable {
     return RPCResponseStream(raw: stream)
   }
 
+  /// Opens a pipelined call: requests sent through the returned ``RPCPipeline`` are answered
+  /// one by one, in order, on this one call.
+  public func pipeline<Request: WireMessage, Response: WireMessage>(
+    _ method: String, request: Request.Type, response: Response.Type
+  ) -> RPCPipeline<Request, Response> {
+    let handle = CallHandle()
+    onLoop { $0.startPipeline(handle, method: method) }
+    return RPCPipeline(connection: self, handle: handle)
+  }
+
+  /// Sends `request` on the pipelined call of `handle` and returns its answer's bytes.
+  func send(_ request: [UInt8], on handle: CallHandle) async throws -> [UInt8] {
+    try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { answer in
+        onLoop { $0.send(request, on: handle, answer: answer) }
+      }
+    } onCancel: {
+      cancel(handle)
+    }
+  }
+
+  /// Half-closes the pipelined call of `handle` and waits for its end.
+  func finish(_ handle: CallHandle) async throws {
+    try await withCheckedThrowingContinuation { ended in
+      onLoop { $0.finishPipeline(handle, ended: ended) }
+    }
+  }
+
   /// Sends a PING and waits for its PONG: a round trip through the server's connection.
   public func ping() async throws {
     let payload = (0..<8).map { _ in UInt8.random(in: 0...255) }
     try await withCheckedThrowingContinuation { pong in onLoop { $0.ping(payload: payload, pong) } }
   }
 
-  private func cancel(_ handle: CallHandle) {
+  /// Cancels the call of `handle`: a CANCEL to the server once it has started, none at all if
+  /// it has not.
+  func cancel(_ handle: CallHandle) {
     handle.cancel()
     onLoop { $0.cancel(handle) }
   }

@@ -11,7 +11,8 @@ import PushlineSchema
 /// written by a plain call on the loop (``CallResponder``), and its status when it returns —
 /// unless it handed its stream to a pump (``CallPump``), which then streams on without the
 /// task and ends the call when its source does. A completing unary handler runs on the loop
-/// with no task at all, and its answer comes back through the connection's ``AnswerInbox``.
+/// with no task at all, and its answer comes back through the connection's ``AnswerInbox``; so
+/// does a pipelined call's handler, once per request (``PipelinedCall``).
 /// Writes are not flushed one by one but once per burst (``FlushCoalescer``).
 ///
 /// Backpressure: a response is written at once while the channel is writable. A write that
@@ -60,6 +61,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// A call between its start and its end.
   private struct Call {
     var opening: Opening?
+    /// A pipelined call's handler and answers, for the call's whole life.
+    var pipeline: PipelinedCall?
     var task: Task<Void, Never>?
     var deadline: Scheduled<Void>?
     /// A streaming handler's write waiting for the channel to become writable.
@@ -97,6 +100,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     router: RPCRouter, configuration: ServerConnectionStateMachine.Configuration, gracePeriod: TimeAmount,
     refusal: RPCError? = nil, pumps: PumpScheduler? = nil
   ) {
+    var configuration = configuration
+    configuration.pipelinedMethods = router.pipelinedMethods
     machine = ServerConnectionStateMachine(configuration: configuration, refusal: refusal)
     self.router = router
     self.gracePeriod = gracePeriod
@@ -113,6 +118,20 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private func opening(of callID: UInt32) -> Opening? {
     guard let index = calls.index(forKey: callID) else { return nil }
     return calls.values[index].opening
+  }
+
+  /// The pipeline of `callID`, if it is a pipelined call in progress.
+  private func pipeline(of callID: UInt32) -> PipelinedCall? {
+    guard let index = calls.index(forKey: callID) else { return nil }
+    return calls.values[index].pipeline
+  }
+
+  /// The connection's inbox for completing handlers' answers, made at its first use.
+  private func answerInbox(on eventLoop: any EventLoop) -> AnswerInbox {
+    if let inbox { return inbox }
+    let inbox = AnswerInbox(connection: NIOLoopBound(self, eventLoop: eventLoop))
+    self.inbox = inbox
+    return inbox
   }
 
   // MARK: Channel events
@@ -217,18 +236,27 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     output.burst(writes)
   }
 
-  /// A completing handler's answer to `callID`: its response and status OK, or its error's
-  /// status. Dropped when the call is over.
-  func answer(callID: UInt32, with result: Result<[UInt8], RPCError>) {
-    guard let peer, hasCall(callID) else { return }
+  /// A completing handler's answer to request `request` of `callID`: its response — then
+  /// status OK, unless the call is pipelined and not done — or its error's status. Dropped
+  /// when the call is over.
+  func answer(callID: UInt32, request: UInt32, with result: Result<[UInt8], RPCError>) {
+    guard let peer, let index = calls.index(forKey: callID) else { return }
+    let response: [UInt8]
     switch result {
-    case .success(let response):
-      let (bytes, compressed) = Deflate.prepare(response, negotiated: peer.compression == .deflate)
-      _ = send(bytes, compressed: compressed, callID: callID)
-      finish(callID: callID, status: CallStatus(code: StatusCode.ok.rawValue))
-    case .failure(let error):
-      finish(callID: callID, status: error.status)
+    case .success(let bytes): response = bytes
+    case .failure(let error): return finish(callID: callID, status: error.status)
     }
+    let compresses = peer.compression == .deflate
+    guard let pipeline = calls.values[index].pipeline else {
+      let (bytes, compressed) = Deflate.prepare(response, negotiated: compresses)
+      _ = send(bytes, compressed: compressed, callID: callID)
+      return finish(callID: callID, status: CallStatus(code: StatusCode.ok.rawValue))
+    }
+    pipeline.answer(request, with: response) { response in
+      let (bytes, compressed) = Deflate.prepare(response, negotiated: compresses)
+      _ = send(bytes, compressed: compressed, callID: callID)
+    }
+    if pipeline.isComplete { finish(callID: callID, status: CallStatus(code: StatusCode.ok.rawValue)) }
   }
 
   /// A call's handler returned with `status`: that ends the call, unless the handler handed
@@ -284,7 +312,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
       return finish(callID: callID, status: RPCError(code: .unimplemented, message: "no method \(start.method)").status)
     }
     let serverContext = ServerContext(peer: peer, start: start, executor: executor)
-    var call = Call(opening: Opening(context: serverContext, implementation: implementation))
+    var call = Call()
+    if case .pipelined(let handler) = implementation {
+      call.pipeline = PipelinedCall(context: serverContext, handler: handler)
+    } else {
+      call.opening = Opening(context: serverContext, implementation: implementation)
+    }
     if let timeout = serverContext.timeout {
       // The deadline runs from the call's start, whatever the handler is doing.
       let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -293,21 +326,38 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     calls[callID] = call
   }
 
+  /// Hands a request to its call: a pipelined call's handler takes it at once; any other call
+  /// holds it until the client half-closes.
   private func deliver(_ payload: ArraySlice<UInt8>, compressed: Bool, callID: UInt32) {
-    guard let opening = opening(of: callID) else { return }
-    guard compressed, let peer else {
-      opening.request = payload
+    guard let index = calls.index(forKey: callID), let context else { return }
+    let pipeline = calls.values[index].pipeline
+    let opening = calls.values[index].opening
+    guard pipeline != nil || opening != nil else { return }
+    let request: ArraySlice<UInt8>
+    if compressed, let peer {
+      do throws(RPCError) {
+        request = try Deflate.decompress(payload, limit: peer.limits.maxMessageSize)[...]
+      } catch {
+        stopHandler(of: callID)
+        return finish(callID: callID, status: error.status)
+      }
+    } else {
+      request = payload
+    }
+    guard let pipeline else {
+      opening?.request = request
       return
     }
-    do throws(RPCError) {
-      opening.request = try Deflate.decompress(payload, limit: peer.limits.maxMessageSize)[...]
-    } catch {
-      stopHandler(of: callID)
-      finish(callID: callID, status: error.status)
-    }
+    let answer = CallAnswer(inbox: answerInbox(on: context.eventLoop), callID: callID, request: pipeline.numberNextRequest())
+    pipeline.handler(request, pipeline.context, answer)
   }
 
   private func runHandler(of callID: UInt32) {
+    if let pipeline = pipeline(of: callID) {
+      pipeline.isHalfClosed = true
+      if pipeline.isComplete { finish(callID: callID, status: CallStatus(code: StatusCode.ok.rawValue)) }
+      return
+    }
     guard let opening = opening(of: callID), let context, let executor, let pumps else { return }
     calls.changeValue(forKey: callID) { $0.opening = nil }
     guard let request = opening.request else {
@@ -318,11 +368,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     let handler: RPCRouter.Handler
     switch opening.implementation {
     case .completing(let completing):
-      let inbox = self.inbox ?? AnswerInbox(connection: NIOLoopBound(self, eventLoop: context.eventLoop))
-      self.inbox = inbox
-      return completing(request, serverContext, CallAnswer(inbox: inbox, callID: callID))
+      return completing(request, serverContext, CallAnswer(inbox: answerInbox(on: context.eventLoop), callID: callID))
     case .task(let taskHandler):
       handler = taskHandler
+    case .pipelined:
+      return  // pipelined calls have no opening
     }
     let responder = CallResponder(
       connection: NIOLoopBound(self, eventLoop: context.eventLoop), callID: callID,

@@ -13,7 +13,8 @@ public enum MessageRegistry {
     Session.self, AnswerResponse.self,
     MetadataEntry.self, Limits.self, ClientHello.self, ServerHello.self, CallStart.self, CallStatus.self,
     GoAway.self, HealthCheckRequest.self, HealthCheckResponse.self,
-    CardChange.self, PublishRequest.self, PublishResponse.self, TopicPosition.self, SubscribeRequest.self,
+    CardChange.self, PublishRequest.self, PublishResponse.self, PublishOutcome.self, TopicPosition.self,
+    SubscribeRequest.self,
     TopicUpdate.self, GetCardsRequest.self,
   ]
 

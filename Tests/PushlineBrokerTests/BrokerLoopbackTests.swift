@@ -49,28 +49,83 @@ struct BrokerLoopbackTests {
       response: PublishResponse.self)
   }
 
+  /// Subscribes to driver/7 on a connection of its own, runs `publish` with a publisher's
+  /// connection once the subscription is live, and expects the subscriber to reach offset 4
+  /// with card a at version 2 and nothing else, its deliveries keeping the contract. Then runs
+  /// `afterwards` with the subscriber's connection.
+  static func expectADriver7Subscriber(
+    in harness: Harness, toSee publish: (RPCConnection) async throws -> Void,
+    afterwards: (RPCConnection) async throws -> Void = { _ in }
+  ) async throws {
+    let publisherToken = try await harness.token(.publisher, ["driver/*"])
+    let subscriberToken = try await harness.token(.subscriber, ["driver/7"])
+    try await harness.connect(token: subscriberToken) { subscriber in
+      var updates = subscriber.serverStreaming(
+        BrokerService.subscribeMethod, request: SubscribeRequest(topics: [TopicPosition(topic: "driver/7")]),
+        response: TopicUpdate.self
+      ).makeAsyncIterator()
+      var replica = TopicReplica()
+      replica.apply(try #require(try await updates.next()))  // the (empty) snapshot comes first
+      try await harness.connect(token: publisherToken, publish)
+      while replica.position != 4 { replica.apply(try #require(try await updates.next())) }
+      #expect(replica.violations.isEmpty)
+      #expect(replica.cards == ["a": card("a", 2)])
+      try await afterwards(subscriber)
+    }
+  }
+
   @Test func publishedCardsReachASubscriberAndGetCards() async throws {
     try await Self.withBroker { harness in
-      let publisherToken = try await harness.token(.publisher, ["driver/*"])
-      let subscriberToken = try await harness.token(.subscriber, ["driver/7"])
-      try await harness.connect(token: subscriberToken) { subscriber in
-        var updates = subscriber.serverStreaming(
-          BrokerService.subscribeMethod, request: SubscribeRequest(topics: [TopicPosition(topic: "driver/7")]),
-          response: TopicUpdate.self
-        ).makeAsyncIterator()
-        var replica = TopicReplica()
-        replica.apply(try #require(try await updates.next()))  // the (empty) snapshot comes first
-        try await harness.connect(token: publisherToken) { publisher in
-          _ = try await Self.publish(publisher, "driver/7", [card("a", 1), card("b", 1)])
-          _ = try await Self.publish(publisher, "driver/7", [card("a", 2)], removing: ["b"])
-        }
-        while replica.position != 4 { replica.apply(try #require(try await updates.next())) }
-        #expect(replica.violations.isEmpty)
-        #expect(replica.cards == ["a": card("a", 2)])
-
+      try await Self.expectADriver7Subscriber(in: harness) { publisher in
+        _ = try await Self.publish(publisher, "driver/7", [card("a", 1), card("b", 1)])
+        _ = try await Self.publish(publisher, "driver/7", [card("a", 2)], removing: ["b"])
+      } afterwards: { subscriber in
         let pulled = try await subscriber.unary(
           BrokerService.getCardsMethod, request: GetCardsRequest(topic: "driver/7"), response: TopicUpdate.self)
         #expect(pulled.isSnapshot && pulled.changes.compactMap(\.card) == [card("a", 2)] && pulled.throughOffset == 4)
+      }
+    }
+  }
+
+  /// A publish stream answers each publish in order with its outcome: the offsets, a
+  /// refusal's status — after which the stream goes on — or a replay of an idempotent retry.
+  @Test func aPublishStreamAnswersEachPublishAndGoesOnPastARefusal() async throws {
+    try await Self.withBroker { harness in
+      try await Self.expectADriver7Subscriber(in: harness) { publisher in
+        let stream = publisher.pipeline(BrokerService.publishStreamMethod, request: PublishRequest.self, response: PublishOutcome.self)
+        let first = try await stream.send(PublishRequest(topic: "driver/7", changes: [CardChange(upserting: card("a", 1)), CardChange(upserting: card("b", 1))]))
+        #expect(first.status == nil && first.response?.firstOffset == 1 && first.response?.lastOffset == 2)
+        let elsewhere = try await stream.send(PublishRequest(topic: "fleet/1", changes: [CardChange(upserting: card("a", 1))]))
+        #expect(elsewhere.response == nil && elsewhere.status?.code == StatusCode.permissionDenied.rawValue)
+        let empty = try await stream.send(PublishRequest(topic: "driver/7", changes: []))
+        #expect(empty.status?.code == StatusCode.invalidArgument.rawValue)
+        var last = PublishRequest(topic: "driver/7", changes: [CardChange(upserting: card("a", 2)), CardChange(removing: "b")])
+        last.idempotencyKey = "last"
+        let applied = try await stream.send(last)
+        let replayed = try await stream.send(last)
+        #expect(applied.response?.lastOffset == 4 && applied.response?.replayed != true)
+        #expect(replayed.response?.lastOffset == 4 && replayed.response?.replayed == true)
+        try await stream.finish()
+      }
+    }
+  }
+
+  /// A token that expires while a publish stream is open ends the stream with
+  /// UNAUTHENTICATED: every publish after it would be refused, so the publisher must
+  /// reconnect with a new token.
+  @Test func aTokenExpiringMidPublishStreamEndsTheStream() async throws {
+    let clock = ManualWallClock(WallClock.systemMillis())
+    try await Self.withBroker(nowMillis: clock.function) { harness in
+      let token = try await harness.authority.mint(
+        subject: "test", role: .publisher, topics: ["driver/5"], expiresAtMillis: clock.now + 60_000)
+      try await harness.connect(token: token) { publisher in
+        let stream = publisher.pipeline(BrokerService.publishStreamMethod, request: PublishRequest.self, response: PublishOutcome.self)
+        let request = PublishRequest(topic: "driver/5", changes: [CardChange(upserting: card("a", 1))])
+        let first = try await stream.send(request)
+        #expect(first.response?.firstOffset == 1)
+        clock.advance(by: .seconds(61))
+        await expectStatus(.unauthenticated) { try await stream.send(request) }
+        await expectStatus(.unauthenticated) { try await stream.send(request) }
       }
     }
   }

@@ -15,34 +15,21 @@ struct CompletingHandlerTests {
   static let held = "/test.Completing/Held"
   static let twice = "/test.Completing/Twice"
 
-  /// Holds the completions of `held` calls until the test answers them.
-  final class Held: Sendable {
-    let completions = Mutex<[UnaryCompletion<MetadataEntry>]>([])
-    let (arrivals, arrived) = AsyncStream<Void>.makeStream()
-  }
 
   /// A server whose `later` answers from a Dispatch thread (the value uppercased, or
   /// FAILED_PRECONDITION for the value "fail"), whose `now` answers at once on the loop, whose
   /// `held` answers only when the test says so, and whose `twice` answers "first" from another
   /// thread and then, once that answer is on its way, "second" on the loop.
-  static func withServer(held: Held = Held(), _ body: (Int) async throws -> Void) async throws {
+  static func withServer(held: HeldCompletions = HeldCompletions(), _ body: (Int) async throws -> Void) async throws {
     var router = RPCRouter()
     router.registerUnary(later, request: MetadataEntry.self, response: MetadataEntry.self) { request, _, completion in
-      DispatchQueue.global().async {
-        guard request.value != "fail" else {
-          return completion.fail(RPCError(code: .failedPrecondition, message: "asked to fail"))
-        }
-        var response = request
-        response.value = request.value?.uppercased()
-        completion.succeed(response)
-      }
+      answerUppercasedFromAnotherThread(request, completion)
     }
     router.registerUnary(now, request: MetadataEntry.self, response: MetadataEntry.self) { request, _, completion in
       completion.complete(with: .success(request))
     }
     router.registerUnary(Self.held, request: MetadataEntry.self, response: MetadataEntry.self) { _, _, completion in
-      held.completions.withLock { $0.append(completion) }
-      held.arrived.yield()
+      held.hold(completion)
     }
     router.registerUnary(twice, request: MetadataEntry.self, response: MetadataEntry.self) { _, _, completion in
       let posted = DispatchSemaphore(value: 0)
@@ -104,7 +91,7 @@ struct CompletingHandlerTests {
   /// A call whose deadline passes before its answer ends with DEADLINE_EXCEEDED; the late
   /// answer changes nothing, and the connection goes on serving.
   @Test(.timeLimit(.minutes(1))) func aLateAnswerIsDropped() async throws {
-    let held = Held()
+    let held = HeldCompletions()
     try await Self.withServer(held: held) { port in
       try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
         await #expect {

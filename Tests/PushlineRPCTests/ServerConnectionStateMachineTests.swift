@@ -180,6 +180,45 @@ struct ServerConnectionStateMachineTests {
     #expect(machine.received(Self.message(2, [9]), serverTimeMillis: 0) == [.deliverMessage(callID: 2, payload: [9], compressed: false)])
   }
 
+  /// A pipelined method's call takes request after request, each handed over as it arrives
+  /// and held by nothing: a stream of them fits a budget that would not hold two.
+  @Test func aPipelinedCallTakesRequestAfterRequestWithoutHoldingThem() throws {
+    let pipelined = "/test.Pipelined/Echo"
+    var (machine, _) = Self.connected(
+      Machine.Configuration(compressions: [.deflate], maxBufferedRequestBytes: 100, pipelinedMethods: [pipelined]))
+    _ = machine.received(Self.start(1, pipelined), serverTimeMillis: 0)
+    let sixty = [UInt8](repeating: 1, count: 60)
+    for _ in 0..<5 {
+      #expect(machine.received(Self.message(1, sixty), serverTimeMillis: 0) == [.deliverMessage(callID: 1, payload: sixty[...], compressed: false)])
+      #expect(machine.send(message: [9], compressed: false, callID: 1) == [.write([.message(callID: 1, compressed: false, bytes: [9])])])
+    }
+    #expect(machine.received(.frame(Frame(kind: .halfClose, callID: 1)), serverTimeMillis: 0) == [.deliverEndOfRequests(callID: 1)])
+    // After the HALF_CLOSE, a request is a violation of the call, as on any call.
+    let late = machine.received(Self.message(1, [1]), serverTimeMillis: 0)
+    #expect(try Self.status(in: late.last)?.code == StatusCode.internal.rawValue)
+    // Other methods still take one request.
+    _ = machine.received(Self.start(2), serverTimeMillis: 0)
+    _ = machine.received(Self.message(2, [1]), serverTimeMillis: 0)
+    #expect(try Self.status(in: machine.received(Self.message(2, [1]), serverTimeMillis: 0).last)?.code == StatusCode.invalidArgument.rawValue)
+  }
+
+  /// A pipelined call may have as many requests unanswered as the connection allows calls;
+  /// one more ends it with RESOURCE_EXHAUSTED, and each answer makes room for one.
+  @Test func aPipelinedCallsUnansweredRequestsAreBoundedByTheCallLimit() throws {
+    let pipelined = "/test.Pipelined/Echo"
+    var configuration = Machine.Configuration(compressions: [.deflate], pipelinedMethods: [pipelined])
+    configuration.limits.maxConcurrentCalls = 3
+    var (machine, _) = Self.connected(configuration)
+    _ = machine.received(Self.start(1, pipelined), serverTimeMillis: 0)
+    for _ in 0..<3 { #expect(machine.received(Self.message(1, [1]), serverTimeMillis: 0).count == 1) }
+    _ = machine.send(message: [9], compressed: false, callID: 1)
+    #expect(machine.received(Self.message(1, [1]), serverTimeMillis: 0) == [.deliverMessage(callID: 1, payload: [1], compressed: false)])
+    let refused = machine.received(Self.message(1, [1]), serverTimeMillis: 0)
+    #expect(refused.first == .cancelCall(callID: 1))
+    #expect(try Self.status(in: refused.last)?.code == StatusCode.resourceExhausted.rawValue)
+    #expect(!machine.isClosed)
+  }
+
   /// Requests held for calls not yet half-closed, and messages still arriving in pieces, share
   /// one budget per connection; a call's HALF_CLOSE or end gives its share back.
   @Test func requestsNotYetEndedShareOneBudgetPerConnection() throws {

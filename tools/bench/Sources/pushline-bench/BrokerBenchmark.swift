@@ -21,6 +21,8 @@ struct BrokerBenchmark: AsyncParsableCommand {
   @Option(help: "Seconds of publishing in (d).") var rateSeconds = 10
   @Option(help: "Pushline publishes in flight on the publisher's connection (the broker allows 4,096).") var window = 4_096
   @Option(help: "Card changes per Pushline PublishRequest (distinct cards of one topic).") var changesPerPublish = 1
+  @Flag(help: "Publish with one Publish call per PublishRequest instead of one PublishStream call for all.")
+  var unaryPublishes = false
   @Option(help: "Distinct cards per topic, updated in turn.") var cardsPerTopic = 8
   @Option(help: "Scenarios to run: fanout, broadcast, idle, latency (comma-separated).") var scenarios = "fanout,broadcast,idle,latency"
   @Option(help: "Brokers: memory, sqlite, nats (comma-separated).") var brokers = "memory,sqlite,nats"
@@ -144,7 +146,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
     print("broker benchmark: loopback, each broker in its own process (fresh for every scenario), the load generator in another")
     print("cards: \(BenchCard.targetSize) bytes, \(cardsPerTopic) card IDs per topic updated in turn; subscribers count every delivered change")
     print(
-      "Pushline publisher: one connection, up to \(window) Publish calls in flight, \(changesPerPublish) change(s) per PublishRequest; an update counts when its ack arrives (durable: SQLite commits with synchronous=FULL)"
+      "Pushline publisher: one connection, \(unaryPublishes ? "one Publish call per PublishRequest" : "one PublishStream call"), up to \(window) publishes in flight, \(changesPerPublish) change(s) per PublishRequest; an update counts when its ack arrives (durable: SQLite commits with synchronous=FULL)"
     )
     print("nats-server publisher: one connection, PUBs written as fast as the socket takes them — fire-and-forget, no ack; its 'acks/s' is PUBs until the PONG after the last one")
     print("Pushline subscribers: one Subscribe call per connection, no compression offered; a subscriber is done when its position reaches the topic's last acknowledged offset, so changes coalesced away by the broker count as done and are reported as 'coalesced'")
@@ -192,6 +194,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
       "--scenario", scenario.rawValue, "--window", "\(window)", "--cards-per-topic", "\(cardsPerTopic)",
       "--changes-per-publish", "\(changesPerPublish)", "--timeout-seconds", "\(timeout)",
     ]
+    if unaryPublishes { arguments.append("--unary-publishes") }
     let perPublish = broker == "nats" ? 1 : changesPerPublish
     switch scenario {
     case .fanout: arguments += ["--subscribers", "\(subscribers)", "--publishes", "\(updates / perPublish)"]

@@ -26,6 +26,7 @@ struct BrokerLoad: AsyncParsableCommand {
   @Option var changesPerPublish = 1
   @Option var cardsPerTopic = 8
   @Option var window = 4_096
+  @Flag var unaryPublishes = false
   @Option(help: "Publishes per second; 0 for as fast as possible.") var rate = 0.0
   @Option var connectConcurrency = 256
   @Option(help: "Fail when nothing is delivered for this long.") var stallSeconds = 20.0
@@ -117,7 +118,7 @@ struct BrokerLoad: AsyncParsableCommand {
     let changes = target == .pushline ? changesPerPublish : 1
     let plan = PublishPlan(
       topics: (0..<topicCount).map(topicName), publishes: publishes, changesPerPublish: changes, cardsPerTopic: cardsPerTopic,
-      window: window, rate: rate > 0 ? rate : nil)
+      window: window, streams: !unaryPublishes, rate: rate > 0 ? rate : nil)
     Self.phase.withLock { $0 = "connecting \(subscribers) subscribers" }
     let (progress, channels, connectSeconds) = try await connectSubscribers(
       subscribers, topicOf: { scenario == .broadcast ? 0 : $0 }, latency: scenario == .latency)

@@ -51,6 +51,9 @@ struct PublishPlan: Sendable {
   var cardsPerTopic = 8
   /// Pushline publishes in flight on the connection at most.
   var window = 4_096
+  /// Pushline publishes on one `PublishStream` call (the default) rather than a `Publish`
+  /// call each.
+  var streams = true
   /// Publishes per second, or `nil` for as fast as the broker takes them.
   var rate: Double?
 

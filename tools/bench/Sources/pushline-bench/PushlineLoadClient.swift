@@ -232,10 +232,11 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
   }
 }
 
-/// The publisher: up to `plan.window` Publish calls in flight on one connection, each a
-/// `PublishRequest` of `plan.changesPerPublish` cards of one topic, topics round-robin, refilled
-/// in bursts once half the window is acknowledged; at `plan.rate` when given (every 0.5 ms
-/// tick sends what is due, within the window).
+/// The publisher: up to `plan.window` publishes in flight on one connection — on one
+/// `PublishStream` call, or a `Publish` call each — each a `PublishRequest` of
+/// `plan.changesPerPublish` cards of one topic, topics round-robin, refilled in bursts once
+/// half the window is acknowledged; at `plan.rate` when given (every 0.5 ms tick sends what is
+/// due, within the window).
 final class PushlinePublisherHandler: ChannelInboundHandler {
   typealias InboundIn = ConnectionElement
   typealias OutboundOut = ByteBuffer
@@ -244,7 +245,10 @@ final class PushlinePublisherHandler: ChannelInboundHandler {
   private var burst = FrameBurst()
   private let plan: PublishPlan
   private let done: EventLoopPromise<PublishResult>
-  private var responses: [UInt32: Int] = [:]  // call id → topic index
+  private var responses: [UInt32: Int] = [:]  // call id → topic index (unary publishes)
+  /// The stream's call, and the topic index of each publish it has not answered, oldest first.
+  private var stream: (callID: UInt32, topics: [Int], answered: Int)?
+  private var inFlight: Int { stream.map { $0.topics.count - $0.answered } ?? responses.count }
   private var finalOffsets: [Int64]
   private var started: Int64 = 0
   private var sent = 0
@@ -286,13 +290,19 @@ final class PushlinePublisherHandler: ChannelInboundHandler {
   private func pump(context: ChannelHandlerContext) {
     let now = ProcessStats.monotonicNanos()
     let allowed = plan.allowed(start: started, now: now)
-    while sent < allowed, responses.count < plan.window {
+    while sent < allowed, inFlight < plan.window {
       let (topic, firstCard) = plan.target(of: sent)
       let stamp = plan.stamp(of: sent, start: started, now: now)
       let changes = (0..<plan.changesPerPublish).map { index in
         CardChange(upserting: BenchCard.card(cardID: BenchCard.cardID((firstCard + index) % plan.cardsPerTopic), stampNanos: stamp))
       }
       let request = PublishRequest(topic: plan.topics[topic], changes: changes).serializedBytes()
+      if let callID = stream?.callID {
+        stream?.topics.append(topic)
+        sent += 1
+        run(machine.send(message: request, compressed: false, callID: callID), context: context)
+        continue
+      }
       let (id, start) = machine.startCall(CallStart(method: BrokerService.publishMethod))
       guard let id else { return finish(.failure(LoadError("publisher: the broker refused a call"))) }
       responses[id] = topic
@@ -317,6 +327,12 @@ final class PushlinePublisherHandler: ChannelInboundHandler {
     switch action {
     case .connectionReady:
       started = ProcessStats.monotonicNanos()
+      if plan.streams {
+        let (id, start) = machine.startCall(CallStart(method: BrokerService.publishStreamMethod))
+        guard let id else { return finish(.failure(LoadError("publisher: the broker refused the stream"))) }
+        stream = (id, [], 0)
+        run(start, context: context)
+      }
       pump(context: context)
       burst.send(context: context)
       if plan.rate != nil {
@@ -327,6 +343,19 @@ final class PushlinePublisherHandler: ChannelInboundHandler {
           handler.burst.send(context: context)
         }
       }
+    case .deliverMessage(let id, let payload, _) where id == stream?.callID:
+      guard let outcome = try? PublishOutcome(serializedBytes: payload), let response = outcome.response, var answering = stream else {
+        return finish(.failure(LoadError("publish refused: \((try? PublishOutcome(serializedBytes: payload))?.status?.message ?? "bad outcome")")))
+      }
+      stream = nil  // the topics array is mutated in place, not copied
+      let topic = answering.topics[answering.answered]
+      answering.answered += 1
+      if answering.answered >= 4_096, answering.answered * 2 >= answering.topics.count {
+        answering.topics.removeFirst(answering.answered)
+        answering.answered = 0
+      }
+      stream = answering
+      acknowledge(response, topic: topic, context: context)
     case .deliverMessage(let id, let payload, _):
       pendingResponse[id] = payload
     case .finishCall(let id, let status):
@@ -335,19 +364,23 @@ final class PushlinePublisherHandler: ChannelInboundHandler {
       else {
         return finish(.failure(LoadError("publish failed: status \(status.code) \(status.message ?? "")")))
       }
-      finalOffsets[topic] = max(finalOffsets[topic], response.lastOffset)
-      acknowledged += 1
-      if acknowledged == plan.publishes {
-        finish(.success(PublishResult(startNanos: started, endNanos: ProcessStats.monotonicNanos(), finalOffsets: finalOffsets)))
-      } else if plan.rate == nil, responses.count <= plan.window / 2 {
-        // Refill in bursts of half a window: one write for many calls, as the nats-server
-        // publisher writes many PUBs at once (the rate-limited publisher refills on its tick).
-        pump(context: context)
-      }
+      acknowledge(response, topic: topic, context: context)
     case .goAwayReceived(let goAway):
       finish(.failure(LoadError("publisher: GOAWAY \(goAway.message ?? "")")))
     default:
       break
+    }
+  }
+
+  private func acknowledge(_ response: PublishResponse, topic: Int, context: ChannelHandlerContext) {
+    finalOffsets[topic] = max(finalOffsets[topic], response.lastOffset)
+    acknowledged += 1
+    if acknowledged == plan.publishes {
+      finish(.success(PublishResult(startNanos: started, endNanos: ProcessStats.monotonicNanos(), finalOffsets: finalOffsets)))
+    } else if plan.rate == nil, inFlight <= plan.window / 2 {
+      // Refill in bursts of half a window: one write for many publishes, as the nats-server
+      // publisher writes many PUBs at once (the rate-limited publisher refills on its tick).
+      pump(context: context)
     }
   }
 

@@ -1,0 +1,109 @@
+import Dispatch
+import NIOCore
+import PushlineRPC
+import PushlineRPCNIO
+import PushlineSchema
+import Synchronization
+import Testing
+
+/// Pipelined calls over real sockets: many requests on one call, each answered by one
+/// response in request order, whatever order the handler answers in.
+@Suite("Pipelined calls over loopback TCP")
+struct PipelinedCallTests {
+  static let echo = "/test.Pipelined/Echo"
+  static let held = "/test.Pipelined/Held"
+
+  /// A server whose `echo` answers from a Dispatch thread (the value uppercased, or
+  /// FAILED_PRECONDITION for the value "fail") and whose `held` answers only when the test
+  /// says so.
+  static func withServer(held: HeldCompletions = HeldCompletions(), _ body: (RPCConnection) async throws -> Void) async throws {
+    var router = RPCRouter()
+    router.registerPipelined(echo, request: MetadataEntry.self, response: MetadataEntry.self) { request, _, completion in
+      answerUppercasedFromAnotherThread(request, completion)
+    }
+    router.registerPipelined(Self.held, request: MetadataEntry.self, response: MetadataEntry.self) { _, _, completion in
+      held.hold(completion)
+    }
+    try await RPCServer(router: router, configuration: .init(port: 0)).withRunningServer { address in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: address.port!) { connection in
+        try await body(connection)
+      }
+    }
+  }
+
+  static func entry(_ key: String, _ value: String) -> MetadataEntry {
+    var entry = MetadataEntry(key: key)
+    entry.value = value
+    return entry
+  }
+
+  /// Requests sent at once from many tasks on one pipeline each get their own answer, and the
+  /// call ends OK once they are all answered.
+  @Test(.timeLimit(.minutes(1))) func concurrentSendsEachGetTheirOwnAnswer() async throws {
+    try await Self.withServer { connection in
+      let pipeline = connection.pipeline(Self.echo, request: MetadataEntry.self, response: MetadataEntry.self)
+      try await withThrowingTaskGroup(of: Void.self) { group in
+        for index in 0..<200 {
+          group.addTask {
+            let response = try await pipeline.send(Self.entry("\(index)", "v\(index)"))
+            #expect(response.key == "\(index)" && response.value == "V\(index)")
+          }
+        }
+        try await group.waitForAll()
+      }
+      try await pipeline.finish()
+      await #expect { try await pipeline.send(MetadataEntry(key: "after")) } throws: { ($0 as? RPCError)?.code == .failedPrecondition }
+    }
+  }
+
+  /// Answers given in reverse order leave in request order: the client, which matches answers
+  /// to requests by their order, gets each request's own. The call's end waits for the last.
+  @Test(.timeLimit(.minutes(1))) func answersLeaveInRequestOrder() async throws {
+    let held = HeldCompletions()
+    try await Self.withServer(held: held) { connection in
+      let pipeline = connection.pipeline(Self.held, request: MetadataEntry.self, response: MetadataEntry.self)
+      try await withThrowingTaskGroup(of: Void.self) { group in
+        for index in 0..<5 {
+          // One at a time, so that the requests' order is known: request `index` is the
+          // `index`th to arrive.
+          group.addTask {
+            let response = try await pipeline.send(MetadataEntry(key: "\(index)"))
+            #expect(response.key == "\(index)")
+          }
+          var arrivals = held.arrivals.makeAsyncIterator()
+          _ = await arrivals.next()
+        }
+        let completions = held.completions.withLock { $0 }
+        for (index, completion) in completions.enumerated().reversed() { completion.succeed(MetadataEntry(key: "\(index)")) }
+        try await group.waitForAll()
+      }
+      try await pipeline.finish()
+    }
+  }
+
+  /// An answer that fails ends the call with its status: the requests still unanswered, and
+  /// later sends, fail with it; the connection goes on serving.
+  @Test(.timeLimit(.minutes(1))) func aFailedAnswerEndsTheCallWithItsStatus() async throws {
+    try await Self.withServer { connection in
+      let pipeline = connection.pipeline(Self.echo, request: MetadataEntry.self, response: MetadataEntry.self)
+      #expect(try await pipeline.send(Self.entry("a", "x")).value == "X")
+      await #expect { try await pipeline.send(Self.entry("b", "fail")) } throws: {
+        ($0 as? RPCError) == RPCError(code: .failedPrecondition, message: "asked to fail")
+      }
+      await #expect { try await pipeline.send(Self.entry("c", "y")) } throws: { ($0 as? RPCError)?.code == .failedPrecondition }
+      await #expect { try await pipeline.finish() } throws: { ($0 as? RPCError)?.code == .failedPrecondition }
+      let next = connection.pipeline(Self.echo, request: MetadataEntry.self, response: MetadataEntry.self)
+      #expect(try await next.send(Self.entry("d", "z")).value == "Z")
+      try await next.finish()
+    }
+  }
+
+  /// A request that does not decode ends the call with INVALID_ARGUMENT.
+  @Test(.timeLimit(.minutes(1))) func aRequestThatDoesNotDecodeEndsTheCall() async throws {
+    try await Self.withServer { connection in
+      // An OutageState with no fields is not a MetadataEntry: its required key is missing.
+      let pipeline = connection.pipeline(Self.echo, request: OutageState.self, response: MetadataEntry.self)
+      await #expect { try await pipeline.send(OutageState()) } throws: { ($0 as? RPCError)?.code == .invalidArgument }
+    }
+  }
+}
