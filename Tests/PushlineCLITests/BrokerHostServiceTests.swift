@@ -43,6 +43,6 @@ struct BrokerHostServiceTests {
       }
     }
     #expect(agreed == BrokerService.connectionLimits)
-    #expect(agreed.maxConcurrentCalls == 4_096)
+    #expect(agreed.maxConcurrentCalls == 8_192)
   }
 }

@@ -19,7 +19,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
   @Option(help: "Idle subscriber connections in (c).") var idleConnections = 10_000
   @Option(help: "Updates per second in (d).") var rate = 50_000
   @Option(help: "Seconds of publishing in (d).") var rateSeconds = 10
-  @Option(help: "Pushline publishes in flight on the publisher's connection (the broker allows 4,096).") var window = 4_096
+  @Option(help: "Pushline publishes in flight on the publisher's connection (the broker allows 8,192).") var window = 8_192
   @Option(help: "Card changes per Pushline PublishRequest (distinct cards of one topic).") var changesPerPublish = 1
   @Flag(help: "Publish with one Publish call per PublishRequest instead of one PublishStream call for all.")
   var unaryPublishes = false

@@ -25,7 +25,7 @@ struct BrokerLoad: AsyncParsableCommand {
   @Option(help: "Publish calls (Pushline PublishRequests, nats-server PUBs).") var publishes = 1_000_000
   @Option var changesPerPublish = 1
   @Option var cardsPerTopic = 8
-  @Option var window = 4_096
+  @Option var window = 8_192
   @Flag var unaryPublishes = false
   @Option(help: "Publishes per second; 0 for as fast as possible.") var rate = 0.0
   @Option var connectConcurrency = 256

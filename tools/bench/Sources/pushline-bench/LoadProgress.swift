@@ -50,7 +50,7 @@ struct PublishPlan: Sendable {
   /// Distinct card IDs per topic, updated in turn.
   var cardsPerTopic = 8
   /// Pushline publishes in flight on the connection at most.
-  var window = 4_096
+  var window = 8_192
   /// Pushline publishes on one `PublishStream` call (the default) rather than a `Publish`
   /// call each.
   var streams = true
