@@ -66,7 +66,12 @@ public struct RPCRouter: Sendable {
     case pipelined(CompletingHandler)
   }
 
-  @usableFromInline var registered: [String: (kind: Kind, implementation: Implementation)] = [:]
+  private var registered: [String: (kind: Kind, implementation: Implementation)] = [:]
+  /// The methods whose calls take a stream of requests: a connection's state machine must
+  /// accept more than one request on their calls (see
+  /// ``ServerConnectionStateMachine/Configuration/pipelinedMethods``). Kept as registered, so
+  /// that every connection shares the one set.
+  public private(set) var pipelinedMethods: Set<String> = []
 
   /// A router serving nothing.
   public init() {}
@@ -74,20 +79,13 @@ public struct RPCRouter: Sendable {
   /// The methods served.
   public var methods: [String] { registered.keys.sorted() }
 
-  /// The methods whose calls take a stream of requests: a connection's state machine must
-  /// accept more than one request on their calls (see
-  /// ``ServerConnectionStateMachine/Configuration/pipelinedMethods``).
-  public var pipelinedMethods: Set<String> {
-    Set(registered.lazy.filter { $0.value.kind == .pipelined }.map(\.key))
-  }
-
   /// Serves `method` with a unary handler: one request, one response.
   @inlinable  // Specialised in the registering module: the request decodes without generic dispatch.
   public mutating func registerUnary<Request: WireMessage, Response: WireMessage>(
     _ method: String, request: Request.Type, response: Response.Type,
     handler: @escaping @Sendable (Request, ServerContext) async throws -> Response
   ) {
-    registered[method] = (.unary, .task({ bytes, respond, context in
+    register(method, .unary, .task({ bytes, respond, context in
       let request = try Self.decode(Request.self, bytes)
       let response = try await Self.mappingErrors { try await handler(request, context) }
       try await respond.send(response.serializedBytes())
@@ -103,7 +101,7 @@ public struct RPCRouter: Sendable {
     _ method: String, request: Request.Type, response: Response.Type,
     completing handler: @escaping @Sendable (Request, ServerContext, UnaryCompletion<Response>) -> Void
   ) {
-    registered[method] = (.unary, .completing(Self.completing(Request.self, handler)))
+    register(method, .unary, .completing(Self.completing(Request.self, handler)))
   }
 
   /// Serves `method` as a pipeline of unary exchanges on one call: the client streams
@@ -119,7 +117,7 @@ public struct RPCRouter: Sendable {
     _ method: String, request: Request.Type, response: Response.Type,
     completing handler: @escaping @Sendable (Request, ServerContext, UnaryCompletion<Response>) -> Void
   ) {
-    registered[method] = (.pipelined, .pipelined(Self.completing(Request.self, handler)))
+    register(method, .pipelined, .pipelined(Self.completing(Request.self, handler)))
   }
 
   /// Serves `method` with a server-streaming handler: one request, any number of responses
@@ -128,10 +126,20 @@ public struct RPCRouter: Sendable {
     _ method: String, request: Request.Type, response: Response.Type,
     handler: @escaping @Sendable (Request, ResponseWriter<Response>, ServerContext) async throws -> Void
   ) {
-    registered[method] = (.serverStreaming, .task({ bytes, respond, context in
+    register(method, .serverStreaming, .task({ bytes, respond, context in
       let request = try Self.decode(Request.self, bytes)
       try await Self.mappingErrors { try await handler(request, ResponseWriter(sink: respond), context) }
     }))
+  }
+
+  /// Serves `method` as `kind`, run by `implementation`, in place of what served it before.
+  @usableFromInline mutating func register(_ method: String, _ kind: Kind, _ implementation: Implementation) {
+    registered[method] = (kind, implementation)
+    if kind == .pipelined {
+      pipelinedMethods.insert(method)
+    } else {
+      pipelinedMethods.remove(method)
+    }
   }
 
   /// The handler of `method`, its kind and how it runs, or `nil` when it is not served

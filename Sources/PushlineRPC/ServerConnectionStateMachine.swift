@@ -91,16 +91,30 @@ public struct ServerConnectionStateMachine: Sendable {
     case close(after: [ConnectionElement])
   }
 
-  /// Where a call in progress stands on the client's side: a few bytes, as every connection
+  /// Where a call in progress stands on the client's side: eight bytes, as every connection
   /// keeps one per call (a subscriber's for as long as it is connected).
   private struct CallProgress: Sendable {
-    /// The size of the request delivered before the HALF_CLOSE: the transport holds it until then.
-    var heldRequestBytes: UInt32?
-    /// On a pipelined call, its requests delivered and not answered yet; `nil` on a call that
-    /// takes one request.
-    var unansweredRequests: UInt32?
+    /// The call's requests.
+    var requests: Requests
     /// The client has half-closed the call.
     var isHalfClosed = false
+  }
+
+  /// Where a call's requests stand.
+  private enum Requests: Sendable {
+    /// A call that takes one request, not held: it has not arrived, or it has gone to the
+    /// handler at the HALF_CLOSE.
+    case notHeld
+    /// A call that takes one request, delivered before the HALF_CLOSE and held by the
+    /// transport until then: its size.
+    case held(bytes: UInt32)
+    /// A pipelined call: its requests delivered and not answered yet.
+    case pipelined(unanswered: UInt32)
+
+    /// The bytes held for the call.
+    var heldBytes: Int {
+      if case .held(let bytes) = self { Int(bytes) } else { 0 }
+    }
   }
 
   private struct Open: Sendable {
@@ -120,8 +134,8 @@ public struct ServerConnectionStateMachine: Sendable {
     mutating func halfClose(_ callID: UInt32) {
       messages.discard(callID: callID)
       calls.changeValue(forKey: callID) { call in
-        heldRequestBytes -= Int(call.heldRequestBytes ?? 0)
-        call.heldRequestBytes = nil
+        heldRequestBytes -= call.requests.heldBytes
+        if case .held = call.requests { call.requests = .notHeld }
         call.isHalfClosed = true
       }
     }
@@ -129,7 +143,7 @@ public struct ServerConnectionStateMachine: Sendable {
     /// Ends `callID` on the client's side, with what it holds.
     mutating func removeCall(_ callID: UInt32) {
       messages.discard(callID: callID)
-      heldRequestBytes -= Int(calls.removeValue(forKey: callID)?.heldRequestBytes ?? 0)
+      heldRequestBytes -= calls.removeValue(forKey: callID)?.requests.heldBytes ?? 0
     }
   }
 
@@ -313,7 +327,7 @@ public struct ServerConnectionStateMachine: Sendable {
     guard open.calls.count < open.peer.limits.maxConcurrentCalls else {
       return actions += [.write([Self.status(frame.callID, .resourceExhausted, "more than \(open.peer.limits.maxConcurrentCalls) concurrent calls")])]
     }
-    open.calls[frame.callID] = CallProgress(unansweredRequests: configuration.pipelinedMethods.contains(start.method) ? 0 : nil)
+    open.calls[frame.callID] = CallProgress(requests: configuration.pipelinedMethods.contains(start.method) ? .pipelined(unanswered: 0) : .notHeld)
     actions.append(.startCall(callID: frame.callID, start))
   }
 
@@ -341,12 +355,16 @@ public struct ServerConnectionStateMachine: Sendable {
       guard !progress.isHalfClosed else { return actions += refuse(frame.callID, .internal, "a message after the end of the requests", open: &open) }
       // A method that is not pipelined takes one request: a second one is refused as it
       // arrives, not held until the call's end.
-      guard progress.heldRequestBytes == nil else {
+      switch progress.requests {
+      case .notHeld:
+        break
+      case .held:
         return actions += refuse(frame.callID, .invalidArgument, "the method takes one request, got more", open: &open)
-      }
-      let maxUnanswered = open.peer.limits.maxConcurrentCalls
-      if let unanswered = progress.unansweredRequests, Int(unanswered) >= maxUnanswered {
-        return actions += refuse(frame.callID, .resourceExhausted, "more than \(maxUnanswered) requests unanswered on the call", open: &open)
+      case .pipelined(let unanswered):
+        let maxUnanswered = open.peer.limits.maxConcurrentCalls
+        guard Int(unanswered) < maxUnanswered else {
+          return actions += refuse(frame.callID, .resourceExhausted, "more than \(maxUnanswered) requests unanswered on the call", open: &open)
+        }
       }
       let buffered = open.heldRequestBytes + open.messages.bufferedBytes + frame.payload.count
       guard buffered <= configuration.maxBufferedRequestBytes else {
@@ -367,11 +385,11 @@ public struct ServerConnectionStateMachine: Sendable {
         guard flag == 0 || open.peer.compression != .identity else {
           return actions += refuse(frame.callID, .internal, "a compressed message on a connection without compression", open: &open)
         }
-        if let unanswered = progress.unansweredRequests {
+        if case .pipelined(let unanswered) = progress.requests {
           // Handed to the handler at once: the request is not held, it awaits its answer.
-          open.calls.changeValue(forKey: frame.callID) { $0.unansweredRequests = unanswered + 1 }
+          open.calls.changeValue(forKey: frame.callID) { $0.requests = .pipelined(unanswered: unanswered + 1) }
         } else {
-          open.calls.changeValue(forKey: frame.callID) { $0.heldRequestBytes = UInt32(clamping: message.count) }
+          open.calls.changeValue(forKey: frame.callID) { $0.requests = .held(bytes: UInt32(clamping: message.count)) }
           open.heldRequestBytes += message.count
         }
         actions.append(.deliverMessage(callID: frame.callID, payload: message, compressed: flag == 1))
@@ -406,8 +424,8 @@ public struct ServerConnectionStateMachine: Sendable {
     if let index {
       open.pingsWithoutActivity = 0
       // A pipelined call's response answers its oldest unanswered request.
-      if let unanswered = open.calls.values[index].unansweredRequests, unanswered > 0 {
-        open.calls.values[index].unansweredRequests = unanswered - 1
+      if case .pipelined(let unanswered) = open.calls.values[index].requests, unanswered > 0 {
+        open.calls.values[index].requests = .pipelined(unanswered: unanswered - 1)
       }
     }
     let isLive = index != nil

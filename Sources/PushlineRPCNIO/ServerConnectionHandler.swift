@@ -58,11 +58,18 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
   }
 
+  /// What a call's requests go to: one word, as a subscriber's call lives as long as its
+  /// connection.
+  private enum Receiver {
+    /// A call that takes one request, until its handler runs.
+    case opening(Opening)
+    /// A pipelined call's handler and answers, for the call's whole life.
+    case pipeline(PipelinedCall)
+  }
+
   /// A call between its start and its end.
   private struct Call {
-    var opening: Opening?
-    /// A pipelined call's handler and answers, for the call's whole life.
-    var pipeline: PipelinedCall?
+    var receiver: Receiver?
     var task: Task<Void, Never>?
     var deadline: Scheduled<Void>?
     /// A streaming handler's write waiting for the channel to become writable.
@@ -116,14 +123,14 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
   /// What `callID` holds until its handler runs, if it is in progress and its handler has not.
   private func opening(of callID: UInt32) -> Opening? {
-    guard let index = calls.index(forKey: callID) else { return nil }
-    return calls.values[index].opening
+    guard let index = calls.index(forKey: callID), case .opening(let opening) = calls.values[index].receiver else { return nil }
+    return opening
   }
 
   /// The pipeline of `callID`, if it is a pipelined call in progress.
   private func pipeline(of callID: UInt32) -> PipelinedCall? {
-    guard let index = calls.index(forKey: callID) else { return nil }
-    return calls.values[index].pipeline
+    guard let index = calls.index(forKey: callID), case .pipeline(let pipeline) = calls.values[index].receiver else { return nil }
+    return pipeline
   }
 
   /// The connection's inbox for completing handlers' answers, made at its first use.
@@ -240,14 +247,14 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// status OK, unless the call is pipelined and not done — or its error's status. Dropped
   /// when the call is over.
   func answer(callID: UInt32, request: UInt32, with result: Result<[UInt8], RPCError>) {
-    guard let peer, let index = calls.index(forKey: callID) else { return }
+    guard let peer, hasCall(callID) else { return }
     let response: [UInt8]
     switch result {
     case .success(let bytes): response = bytes
     case .failure(let error): return finish(callID: callID, status: error.status)
     }
     let compresses = peer.compression == .deflate
-    guard let pipeline = calls.values[index].pipeline else {
+    guard let pipeline = pipeline(of: callID) else {
       let (bytes, compressed) = Deflate.prepare(response, negotiated: compresses)
       _ = send(bytes, compressed: compressed, callID: callID)
       return finish(callID: callID, status: CallStatus(code: StatusCode.ok.rawValue))
@@ -314,9 +321,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     let serverContext = ServerContext(peer: peer, start: start, executor: executor)
     var call = Call()
     if case .pipelined(let handler) = implementation {
-      call.pipeline = PipelinedCall(context: serverContext, handler: handler)
+      call.receiver = .pipeline(PipelinedCall(context: serverContext, handler: handler))
     } else {
-      call.opening = Opening(context: serverContext, implementation: implementation)
+      call.receiver = .opening(Opening(context: serverContext, implementation: implementation))
     }
     if let timeout = serverContext.timeout {
       // The deadline runs from the call's start, whatever the handler is doing.
@@ -329,10 +336,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// Hands a request to its call: a pipelined call's handler takes it at once; any other call
   /// holds it until the client half-closes.
   private func deliver(_ payload: ArraySlice<UInt8>, compressed: Bool, callID: UInt32) {
-    guard let index = calls.index(forKey: callID), let context else { return }
-    let pipeline = calls.values[index].pipeline
-    let opening = calls.values[index].opening
-    guard pipeline != nil || opening != nil else { return }
+    guard let index = calls.index(forKey: callID), let receiver = calls.values[index].receiver, let context else { return }
     let request: ArraySlice<UInt8>
     if compressed, let peer {
       do throws(RPCError) {
@@ -344,12 +348,13 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     } else {
       request = payload
     }
-    guard let pipeline else {
-      opening?.request = request
-      return
+    switch receiver {
+    case .opening(let opening):
+      opening.request = request
+    case .pipeline(let pipeline):
+      let answer = CallAnswer(inbox: answerInbox(on: context.eventLoop), callID: callID, request: pipeline.numberNextRequest())
+      pipeline.handler(request, pipeline.context, answer)
     }
-    let answer = CallAnswer(inbox: answerInbox(on: context.eventLoop), callID: callID, request: pipeline.numberNextRequest())
-    pipeline.handler(request, pipeline.context, answer)
   }
 
   private func runHandler(of callID: UInt32) {
@@ -359,7 +364,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
       return
     }
     guard let opening = opening(of: callID), let context, let executor, let pumps else { return }
-    calls.changeValue(forKey: callID) { $0.opening = nil }
+    calls.changeValue(forKey: callID) { $0.receiver = nil }
     guard let request = opening.request else {
       let refusal = RPCError(code: .invalidArgument, message: "the method takes one request, got none")
       return finish(callID: callID, status: refusal.status)
