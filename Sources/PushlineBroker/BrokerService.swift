@@ -75,12 +75,12 @@ public enum BrokerService {
     } catch {
       return completion.complete(with: .failure(error))
     }
-    Task {
-      do throws(RPCError) {
-        let principal = try await authority.authenticate(context.peer.authToken)
-        broker.publish(request, for: principal, committingOn: context.executor, completion: completion)
-      } catch {
-        completion.complete(with: .failure(error))
+    // A token not verified yet: its publishes wait for its check, in the order they came.
+    let executor = context.executor
+    authority.withPrincipal(of: context.peer.authToken) { result in
+      switch result {
+      case .success(let principal): broker.publish(request, for: principal, committingOn: executor, completion: completion)
+      case .failure(let error): completion.complete(with: .failure(error))
       }
     }
   }

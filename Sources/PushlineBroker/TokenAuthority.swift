@@ -8,8 +8,17 @@ import Synchronization
 public final class TokenAuthority: Sendable {
   private let keys: JWTKeyCollection
   private let nowMillis: @Sendable () -> Int64
-  /// Verified tokens, so that a connection's calls do not each pay for a signature check.
-  private let verified = Mutex<[String: Principal]>([:])
+  /// A body waiting for a token's check (see ``withPrincipal(of:_:)``).
+  public typealias Waiter = @Sendable (Result<Principal, RPCError>) -> Void
+
+  private struct Tokens {
+    /// Verified tokens, so that a connection's calls do not each pay for a signature check.
+    var verified: [String: Principal] = [:]
+    /// Tokens being checked, each with the bodies waiting for it, oldest first.
+    var checking: [String: [Waiter]] = [:]
+  }
+
+  private let tokens = Mutex(Tokens())
   private static let cacheLimit = 10_000
 
   /// An authority for `secret` (at least 32 bytes, as HS256 asks).
@@ -36,22 +45,73 @@ public final class TokenAuthority: Sendable {
   ///   (malformed, bad signature, unknown role) or it has expired — a client should get a new
   ///   token rather than retry.
   public func authenticate(_ token: String?) async throws(RPCError) -> Principal {
-    let token = try Self.present(token)
-    if let principal = try cached(token) { return principal }
-    let principal: Principal
+    if let principal = try verifiedPrincipal(token) { return principal }
+    let result = await withCheckedContinuation { answer in withPrincipal(of: token) { answer.resume(returning: $0) } }
+    return try result.get()
+  }
+
+  /// Runs `body` with the principal `token` speaks for, or with the UNAUTHENTICATED error
+  /// that refuses it (as ``authenticate(_:)``): at once when the token was verified before;
+  /// otherwise once its signature is checked — checked once however many bodies wait — and
+  /// after every body given for the same token before it, in the order given. The requests of
+  /// one connection share its token, so they reach `body` in the order they came, even those
+  /// arriving while the check runs: a publish stream's publishes are applied in order. (A
+  /// token counts as verified, for ``verifiedPrincipal(_:)`` too, only once the bodies that
+  /// waited for its check have run.)
+  public func withPrincipal(of presented: String?, _ body: @escaping Waiter) {
+    let token: String
+    do throws(RPCError) {
+      token = try Self.present(presented)
+    } catch {
+      return body(.failure(error))
+    }
+    enum Next { case verified(Principal), waits, checks }
+    let next = tokens.withLock { tokens -> Next in
+      if let principal = tokens.verified[token] { return .verified(principal) }
+      guard tokens.checking[token] == nil else {
+        tokens.checking[token]?.append(body)
+        return .waits
+      }
+      tokens.checking[token] = [body]
+      return .checks
+    }
+    switch next {
+    case .verified(let principal): body(unexpired(principal))
+    case .waits: break
+    case .checks: Task { await check(token) }
+    }
+  }
+
+  /// Checks `token`'s signature, then runs the bodies waiting for it, in order — those that
+  /// join while they run as well — and only then counts the token as verified.
+  private func check(_ token: String) async {
+    let result: Result<Principal, RPCError>
     do {
       let claims = try await keys.verify(token, as: TokenClaims.self)
-      principal = Principal(
-        subject: claims.sub.value, role: claims.role, topics: claims.topics,
-        expiresAtMillis: Int64((claims.exp.value.timeIntervalSince1970 * 1000).rounded()))
+      result = .success(
+        Principal(
+          subject: claims.sub.value, role: claims.role, topics: claims.topics,
+          expiresAtMillis: Int64((claims.exp.value.timeIntervalSince1970 * 1000).rounded())))
     } catch {
-      throw RPCError(code: .unauthenticated, message: "the auth token does not verify: \(error)")
+      result = .failure(RPCError(code: .unauthenticated, message: "the auth token does not verify: \(error)"))
     }
-    verified.withLock { cache in
-      if cache.count >= Self.cacheLimit { cache.removeAll(keepingCapacity: true) }
-      cache[token] = principal
+    while true {
+      let waiting = tokens.withLock { tokens -> [Waiter] in
+        let waiting = tokens.checking[token] ?? []
+        guard waiting.isEmpty else {
+          tokens.checking[token] = []
+          return waiting
+        }
+        tokens.checking[token] = nil
+        if case .success(let principal) = result {
+          if tokens.verified.count >= Self.cacheLimit { tokens.verified.removeAll(keepingCapacity: true) }
+          tokens.verified[token] = principal
+        }
+        return []
+      }
+      guard !waiting.isEmpty else { return }
+      for body in waiting { body(result.flatMap(unexpired)) }
     }
-    return try unexpired(principal)
   }
 
   /// The principal of `token` if it was verified before, without waiting; `nil` when its
@@ -73,15 +133,16 @@ public final class TokenAuthority: Sendable {
 
   /// The principal of `token` if it was verified before, checked for expiry.
   private func cached(_ token: String) throws(RPCError) -> Principal? {
-    guard let principal = verified.withLock({ $0[token] }) else { return nil }
-    return try unexpired(principal)
+    guard let principal = tokens.withLock({ $0.verified[token] }) else { return nil }
+    return try unexpired(principal).get()
   }
 
-  private func unexpired(_ principal: Principal) throws(RPCError) -> Principal {
+  /// `principal`, or UNAUTHENTICATED once its token has expired.
+  private func unexpired(_ principal: Principal) -> Result<Principal, RPCError> {
     guard principal.expiresAtMillis > nowMillis() else {
-      throw RPCError(code: .unauthenticated, message: "the auth token expired; get a new one")
+      return .failure(RPCError(code: .unauthenticated, message: "the auth token expired; get a new one"))
     }
-    return principal
+    return .success(principal)
   }
 }
 

@@ -7,19 +7,20 @@
 public struct CallAnswer: Sendable {
   private let inbox: any CallAnswerInbox
   private let callID: UInt32
-  private let request: UInt32
+  private let requestIndex: UInt32
 
-  /// The answer to the request numbered `request` (from 0, in arrival order; 0 for a unary
-  /// call's only one) of `callID`, delivered through `inbox`; transports create these.
-  public init(inbox: any CallAnswerInbox, callID: UInt32, request: UInt32 = 0) {
+  /// The answer to the request at `requestIndex` of `callID` (numbered from 0 in arrival
+  /// order, modulo 2³²; 0 for a unary call's only one), delivered through `inbox`; transports
+  /// create these.
+  public init(inbox: any CallAnswerInbox, callID: UInt32, requestIndex: UInt32 = 0) {
     self.inbox = inbox
     self.callID = callID
-    self.request = request
+    self.requestIndex = requestIndex
   }
 
   /// Hands `result` — the encoded response, or the error that ends the call — to the call.
   public func send(_ result: Result<[UInt8], RPCError>) {
-    inbox.answer(callID: callID, request: request, with: result)
+    inbox.answer(callID: callID, requestIndex: requestIndex, with: result)
   }
 }
 
@@ -27,6 +28,6 @@ public struct CallAnswer: Sendable {
 /// from any thread; the first answer to a request counts, and one after the call is over is
 /// dropped.
 public protocol CallAnswerInbox: AnyObject, Sendable {
-  /// Hands `result` to the call `callID`, as the answer to its request numbered `request`.
-  func answer(callID: UInt32, request: UInt32, with result: Result<[UInt8], RPCError>)
+  /// Hands `result` to the call `callID`, as the answer to its request at `requestIndex`.
+  func answer(callID: UInt32, requestIndex: UInt32, with result: Result<[UInt8], RPCError>)
 }

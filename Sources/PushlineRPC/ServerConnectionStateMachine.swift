@@ -40,10 +40,11 @@ public struct ServerConnectionStateMachine: Sendable {
     public var maxBufferedRequestBytes: Int
     /// The methods whose calls take a stream of requests, each answered by one response (see
     /// ``RPCRouter/registerPipelined(_:request:response:completing:)``). Their requests go to
-    /// the handler as they arrive, so they are not held; instead a call may have at most
-    /// `limits.maxConcurrentCalls` requests unanswered — as many as a client could have in
-    /// flight as unary calls — and one more ends it with RESOURCE_EXHAUSTED. Every other
-    /// method takes one request. Transports fill this in from their router.
+    /// the handler as they arrive, so they are not held; instead a connection's pipelined
+    /// calls together may have at most `limits.maxConcurrentCalls` requests unanswered — as
+    /// many as a client could have in flight as unary calls — and a request past that ends its
+    /// call with RESOURCE_EXHAUSTED. Every other method takes one request. Transports fill
+    /// this in from their router.
     public var pipelinedMethods: Set<String>
 
     /// A configuration; the defaults suit most servers.
@@ -128,6 +129,8 @@ public struct ServerConnectionStateMachine: Sendable {
     var messages = MessageReassembly()
     /// The requests the calls hold before their HALF_CLOSE, together.
     var heldRequestBytes = 0
+    /// The requests of the pipelined calls delivered and not answered yet, together.
+    var unansweredRequests = 0
 
     /// The client half-closed `callID`: its request goes to its handler, so the call holds it
     /// no longer.
@@ -143,7 +146,9 @@ public struct ServerConnectionStateMachine: Sendable {
     /// Ends `callID` on the client's side, with what it holds.
     mutating func removeCall(_ callID: UInt32) {
       messages.discard(callID: callID)
-      heldRequestBytes -= calls.removeValue(forKey: callID)?.requests.heldBytes ?? 0
+      guard let requests = calls.removeValue(forKey: callID)?.requests else { return }
+      heldRequestBytes -= requests.heldBytes
+      if case .pipelined(let unanswered) = requests { unansweredRequests -= Int(unanswered) }
     }
   }
 
@@ -360,10 +365,12 @@ public struct ServerConnectionStateMachine: Sendable {
         break
       case .held:
         return actions += refuse(frame.callID, .invalidArgument, "the method takes one request, got more", open: &open)
-      case .pipelined(let unanswered):
+      case .pipelined:
         let maxUnanswered = open.peer.limits.maxConcurrentCalls
-        guard Int(unanswered) < maxUnanswered else {
-          return actions += refuse(frame.callID, .resourceExhausted, "more than \(maxUnanswered) requests unanswered on the call", open: &open)
+        guard open.unansweredRequests < maxUnanswered else {
+          return actions += refuse(
+            frame.callID, .resourceExhausted, "more than \(maxUnanswered) requests unanswered on this connection's pipelined calls",
+            open: &open)
         }
       }
       let buffered = open.heldRequestBytes + open.messages.bufferedBytes + frame.payload.count
@@ -388,6 +395,7 @@ public struct ServerConnectionStateMachine: Sendable {
         if case .pipelined(let unanswered) = progress.requests {
           // Handed to the handler at once: the request is not held, it awaits its answer.
           open.calls.changeValue(forKey: frame.callID) { $0.requests = .pipelined(unanswered: unanswered + 1) }
+          open.unansweredRequests += 1
         } else {
           open.calls.changeValue(forKey: frame.callID) { $0.requests = .held(bytes: UInt32(clamping: message.count)) }
           open.heldRequestBytes += message.count
@@ -426,6 +434,7 @@ public struct ServerConnectionStateMachine: Sendable {
       // A pipelined call's response answers its oldest unanswered request.
       if case .pipelined(let unanswered) = open.calls.values[index].requests, unanswered > 0 {
         open.calls.values[index].requests = .pipelined(unanswered: unanswered - 1)
+        open.unansweredRequests -= 1
       }
     }
     let isLive = index != nil

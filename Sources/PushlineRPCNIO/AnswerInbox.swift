@@ -9,7 +9,7 @@ import PushlineRPC
 /// keeps their order).
 final class AnswerInbox: CallAnswerInbox {
   /// A request's answer: its response message, or the error that ends its call.
-  typealias Answer = (callID: UInt32, request: UInt32, result: Result<[UInt8], RPCError>)
+  typealias Answer = (callID: UInt32, requestIndex: UInt32, result: Result<[UInt8], RPCError>)
 
   private let mailbox: LoopMailbox<Answer>
 
@@ -18,12 +18,12 @@ final class AnswerInbox: CallAnswerInbox {
     mailbox = LoopMailbox(eventLoop: connection.eventLoop) { answers in
       let handler = connection.value
       handler.writeBurst {
-        for (callID, request, result) in answers { handler.answer(callID: callID, request: request, with: result) }
+        for (callID, requestIndex, result) in answers { handler.answer(callID: callID, requestIndex: requestIndex, with: result) }
       }
     }
   }
 
-  func answer(callID: UInt32, request: UInt32, with result: Result<[UInt8], RPCError>) {
-    mailbox.post((callID, request, result))
+  func answer(callID: UInt32, requestIndex: UInt32, with result: Result<[UInt8], RPCError>) {
+    mailbox.post((callID, requestIndex, result))
   }
 }

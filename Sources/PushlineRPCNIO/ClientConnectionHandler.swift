@@ -68,6 +68,8 @@ final class ClientConnectionHandler: ChannelInboundHandler {
   private var context: ChannelHandlerContext?
   private var output: FlushCoalescer?
   private var calls: [UInt32: Call] = [:]
+  /// The window of requests unanswered on the pipelined calls, made at the first of them.
+  private var pipelineWindow: PipelineWindow?
   /// Streams with responses read in the current burst.
   private var streamsWithPending: [UInt32] = []
   private var pings: [[UInt8]: CheckedContinuation<Void, any Error>] = [:]
@@ -160,23 +162,29 @@ final class ClientConnectionHandler: ChannelInboundHandler {
   func startPipeline(_ handle: RPCConnection.CallHandle, method: String) {
     guard isOpen, !handle.isCancelled else { return }  // its sends fail: the call is not there
     let (callID, actions) = machine.startCall(CallStart(method: method))
-    guard let callID, let server else { return }
+    guard let callID, let server else {
+      handle.endReason = closedReason  // a GOAWAY came: the sends fail with its retry hint
+      return
+    }
     handle.callID = callID
-    calls[callID] = Call(handle: handle, waiter: .pipeline(PipelineWaiters(window: server.limits.maxConcurrentCalls)))
+    if pipelineWindow == nil { pipelineWindow = PipelineWindow(size: server.limits.maxConcurrentCalls) }
+    calls[callID] = Call(handle: handle, waiter: .pipeline(PipelineWaiters()))
     execute(actions)
   }
 
   /// Sends `request` on the pipelined call of `handle`; `answer` gets its response, or the
   /// call's end.
   func send(_ request: [UInt8], on handle: RPCConnection.CallHandle, answer: CheckedContinuation<[UInt8], any Error>) {
-    guard isOpen, let callID = handle.callID, let waiters = pipelineWaiters(of: callID), !waiters.isClosing else {
+    guard isOpen, let callID = handle.callID, let waiters = pipelineWaiters(of: callID), !waiters.isClosing,
+      let pipelineWindow
+    else {
       return answer.resume(throwing: pipelineGoneReason(handle))
     }
-    waiters.submit((request, answer)) { sendRequest($0, callID: callID) }
+    pipelineWindow.submit(request, callID: callID, waiters: waiters, answer: answer, send: sendRequest)
   }
 
   /// Sends a request of the pipelined call `callID`.
-  private func sendRequest(_ request: [UInt8], callID: UInt32) {
+  private func sendRequest(_ request: [UInt8], _ callID: UInt32) {
     let (message, compressed) = Deflate.prepare(request, negotiated: server?.compression == .deflate)
     execute(machine.send(message: message, compressed: compressed, callID: callID))
   }
@@ -186,7 +194,24 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     guard isOpen, let callID = handle.callID, let waiters = pipelineWaiters(of: callID), !waiters.isClosing else {
       return ended.resume(throwing: pipelineGoneReason(handle))
     }
-    if waiters.close(ended) { execute(machine.halfClose(callID: callID)) }
+    waiters.close(ended)
+    // With requests still waiting for room, the half-close follows the last of them.
+    if waiters.queued == 0 { halfClose(callID) }
+  }
+
+  private func halfClose(_ callID: UInt32) {
+    execute(machine.halfClose(callID: callID))
+  }
+
+  /// Takes `callID` out of the calls. A pipelined call's unanswered requests give their room
+  /// in the window back, and its requests still waiting for room fail with `error`.
+  private func removeCall(_ callID: UInt32, failingWaitingRequestsWith error: @autoclosure () -> any Error) -> Call? {
+    guard let call = calls.removeValue(forKey: callID) else { return nil }
+    if case .pipeline(let waiters) = call.waiter, let pipelineWindow {
+      pipelineWindow.dropQueued(of: callID, failingWith: error())
+      pipelineWindow.free(waiters.unansweredCount, send: sendRequest, halfClose: halfClose)
+    }
+    return call
   }
 
   /// Why a pipelined call cannot take a request: the caller cancelled it, it has been
@@ -251,13 +276,12 @@ final class ClientConnectionHandler: ChannelInboundHandler {
       do throws(RPCError) {
         payload = try Deflate.decompress(payload, limit: server.limits.maxMessageSize)
       } catch {
-        calls.removeValue(forKey: callID)?.fail(error)
+        removeCall(callID, failingWaitingRequestsWith: error)?.fail(error)
         return execute(machine.cancel(callID: callID))
       }
     }
     if let waiters = pipelineWaiters(of: callID) {
-      let sentLast = waiters.answer(with: payload) { sendRequest($0, callID: callID) }
-      if sentLast { execute(machine.halfClose(callID: callID)) }
+      if waiters.answer(with: payload) { pipelineWindow?.free(1, send: sendRequest, halfClose: halfClose) }
       return
     }
     // In place: no copy of the call's responses per message.
@@ -274,7 +298,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
   }
 
   private func finish(callID: UInt32, status: CallStatus) {
-    guard let call = calls.removeValue(forKey: callID) else { return }
+    guard let call = removeCall(callID, failingWaitingRequestsWith: RPCError(status: status)) else { return }
     guard status.code == StatusCode.ok.rawValue else { return call.fail(RPCError(status: status)) }
     call.deadline?.cancel()
     switch call.waiter {
@@ -292,8 +316,9 @@ final class ClientConnectionHandler: ChannelInboundHandler {
   }
 
   private func deadlinePassed(callID: UInt32) {
-    guard isOpen, let call = calls.removeValue(forKey: callID) else { return }
-    call.fail(RPCError(code: .deadlineExceeded, message: "the call's deadline passed"))
+    let expired = RPCError(code: .deadlineExceeded, message: "the call's deadline passed")
+    guard isOpen, let call = removeCall(callID, failingWaitingRequestsWith: expired) else { return }
+    call.fail(expired)
     execute(machine.cancel(callID: callID))
   }
 
@@ -307,7 +332,10 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     _ = machine.connectionClosed()
     let ended = calls
     calls = [:]
-    for call in ended.values { call.fail(closedReason) }
+    for (callID, call) in ended {
+      pipelineWindow?.dropQueued(of: callID, failingWith: closedReason)
+      call.fail(closedReason)
+    }
     if server == nil { ready.fail(closedReason) }
     for ping in pings.values { ping.resume(throwing: closedReason) }
     pings = [:]

@@ -1,23 +1,37 @@
 import PushlineRPC
+import PushlineSchema
 
 /// A pipelined call on the server (see `RPCRouter.registerPipelined`): its handler, which
 /// takes each request as it arrives, and the order its answers must leave in — request order,
-/// whatever order the handler answers in.
+/// whatever order the handler answers in — up to the status that ends the call.
+///
+/// Requests are numbered from 0 in arrival order, modulo 2³², so a call may live for any
+/// number of them: the numbers in play at once are at most the window of unanswered requests.
 ///
 /// Used only on the connection's event loop.
 final class PipelinedCall {
+  /// What the transport must do with an answer's consequences, in order.
+  enum Output {
+    /// Send this response.
+    case response([UInt8])
+    /// End the call with this status: every request before it is answered.
+    case end(CallStatus)
+  }
+
   /// The call's context, the same for each of its requests.
   let context: ServerContext
   /// The method's handler, called once per request.
   let handler: RPCRouter.CompletingHandler
-  /// The client has half-closed the call: no more requests will come.
-  var isHalfClosed = false
   /// The requests handed to the handler so far; the next one's number.
   private var received: UInt32 = 0
   /// The number of the request whose answer leaves next.
   private var nextToSend: UInt32 = 0
   /// Answers that came before an earlier request's, by request number.
   private var early: [UInt32: [UInt8]] = [:]
+  /// The status that ends the call once every request numbered before `at` is answered: an
+  /// answer that failed (at its request's number), the client's half-close, or the server's
+  /// shutdown (at the number of the next request). Requests after it go to no handler.
+  private var ending: (at: UInt32, status: CallStatus)?
 
   /// A pipelined call whose requests go to `handler`.
   init(context: ServerContext, handler: @escaping RPCRouter.CompletingHandler) {
@@ -25,31 +39,50 @@ final class PipelinedCall {
     self.handler = handler
   }
 
-  /// Numbers the next request: the answer that carries this number answers it.
-  func numberNextRequest() -> UInt32 {
-    defer { received += 1 }
+  /// Numbers the next request, which the answer that carries this number answers; `nil`
+  /// once the call is ending, when the request goes unanswered.
+  func numberNextRequest() -> UInt32? {
+    guard ending == nil else { return nil }
+    defer { received &+= 1 }
     return received
   }
 
-  /// Takes the answer to request `request` and passes `send` every answer now due, in request
-  /// order: this one, if every earlier request is answered, and the early answers it held
-  /// back. A second answer to a request, or one to a request never received, is dropped.
-  func answer(_ request: UInt32, with response: [UInt8], send: ([UInt8]) -> Void) {
-    guard request >= nextToSend, request < received else { return }
-    guard request == nextToSend else {
-      if early[request] == nil { early[request] = response }
-      return
-    }
-    send(response)
-    nextToSend += 1
-    while !early.isEmpty, let next = early.removeValue(forKey: nextToSend) {
-      send(next)
-      nextToSend += 1
-    }
+  /// No more requests come: the call ends with `status` once those received are answered
+  /// (or earlier, if an earlier answer has failed). Passes `output` the end if it is due now.
+  func end(with status: CallStatus, output: (Output) -> Void) {
+    guard ending == nil else { return }
+    ending = (received, status)
+    if nextToSend == received { output(.end(status)) }
   }
 
-  /// Whether the call is done: half-closed, with every request answered.
-  var isComplete: Bool { isHalfClosed && nextToSend == received }
+  /// Takes the answer to request `request` and passes `output` every answer now due, in
+  /// request order — this one, if every earlier request is answered, and the early answers it
+  /// held back — then the call's end if that is now due. A failed answer ends the call after
+  /// the answers before it. A second answer to a request, or one to a request never received
+  /// or after the call's end, is dropped.
+  func answer(_ request: UInt32, with result: Result<[UInt8], RPCError>, output: (Output) -> Void) {
+    // Distances from `nextToSend`, so that the numbers may wrap.
+    let position = request &- nextToSend
+    let limit = ending.map { $0.at &- nextToSend } ?? (received &- nextToSend)
+    guard position < limit, early[request] == nil else { return }
+    switch result {
+    case .failure(let error):
+      // Requests from this one on go unanswered: the call ends when the earlier are answered.
+      ending = (request, error.status)
+      early = early.filter { $0.key &- nextToSend < position }
+    case .success(let response) where position == 0:
+      output(.response(response))
+      nextToSend &+= 1
+      while !early.isEmpty, let next = early.removeValue(forKey: nextToSend) {
+        output(.response(next))
+        nextToSend &+= 1
+      }
+    case .success(let response):
+      early[request] = response
+      return
+    }
+    if let ending, ending.at == nextToSend { output(.end(ending.status)) }
+  }
 }
 
 @available(*, unavailable)

@@ -6,10 +6,12 @@ import Synchronization
 /// that a client sending request after request — a publisher — pays for no call's start and
 /// end per request.
 ///
-/// Send from any task, as many requests at once as the server allows unanswered
-/// (`maxConcurrentCalls`); each ``send(_:)`` returns its own request's answer. Call
-/// ``finish()`` when done: the call then ends once every request is answered. A pipeline
-/// dropped without ``finish()`` cancels its call.
+/// Send from any task, as many requests at once as you like: those past the server's window
+/// of unanswered requests (`maxConcurrentCalls`, shared by the connection's pipelines) wait
+/// on the client, in order, until answers make room. Each ``send(_:)`` returns its own
+/// request's answer. Call ``finish()`` when done: the call then ends once every request is answered. A pipeline
+/// dropped without ``finish()`` cancels its call. The method must be one the server serves
+/// as pipelined: any other takes one request and refuses a second.
 public final class RPCPipeline<Request: WireMessage, Response: WireMessage>: Sendable {
   private let connection: RPCConnection
   private let handle: RPCConnection.CallHandle

@@ -195,6 +195,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     guard self.context != nil, graceTimer == nil else { return }
     isGoingAway = true
     for call in calls.values { call.pump?.connectionIsGoingAway() }
+    // A pipelined call takes no more requests: it ends once those it has are answered.
+    let goingAway = RPCError(code: .unavailable, message: "the server is going away; retry on a new connection").status
+    for (callID, call) in calls {
+      guard case .pipeline(let pipeline) = call.receiver else { continue }
+      pipeline.end(with: goingAway) { carryOut($0, of: callID) }
+    }
     let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
     graceTimer = context.eventLoop.scheduleTask(in: gracePeriod) { handler.value.gracePeriodEnded() }
   }
@@ -243,27 +249,32 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     output.burst(writes)
   }
 
-  /// A completing handler's answer to request `request` of `callID`: its response — then
-  /// status OK, unless the call is pipelined and not done — or its error's status. Dropped
-  /// when the call is over.
-  func answer(callID: UInt32, request: UInt32, with result: Result<[UInt8], RPCError>) {
-    guard let peer, hasCall(callID) else { return }
-    let response: [UInt8]
+  /// A completing handler's answer to request `requestIndex` of `callID`: its response and
+  /// status OK, or its error's status — on a pipelined call, in request order, and the status
+  /// once the call is done (``PipelinedCall``). Dropped when the call is over.
+  func answer(callID: UInt32, requestIndex: UInt32, with result: Result<[UInt8], RPCError>) {
+    guard hasCall(callID) else { return }
+    if let pipeline = pipeline(of: callID) {
+      return pipeline.answer(requestIndex, with: result) { carryOut($0, of: callID) }
+    }
     switch result {
-    case .success(let bytes): response = bytes
-    case .failure(let error): return finish(callID: callID, status: error.status)
+    case .success(let response):
+      carryOut(.response(response), of: callID)
+      finish(callID: callID, status: CallStatus(code: StatusCode.ok.rawValue))
+    case .failure(let error):
+      finish(callID: callID, status: error.status)
     }
-    let compresses = peer.compression == .deflate
-    guard let pipeline = pipeline(of: callID) else {
-      let (bytes, compressed) = Deflate.prepare(response, negotiated: compresses)
+  }
+
+  /// Sends a response of `callID`, or ends the call.
+  private func carryOut(_ output: PipelinedCall.Output, of callID: UInt32) {
+    switch output {
+    case .response(let response):
+      let (bytes, compressed) = Deflate.prepare(response, negotiated: peer?.compression == .deflate)
       _ = send(bytes, compressed: compressed, callID: callID)
-      return finish(callID: callID, status: CallStatus(code: StatusCode.ok.rawValue))
+    case .end(let status):
+      finish(callID: callID, status: status)
     }
-    pipeline.answer(request, with: response) { response in
-      let (bytes, compressed) = Deflate.prepare(response, negotiated: compresses)
-      _ = send(bytes, compressed: compressed, callID: callID)
-    }
-    if pipeline.isComplete { finish(callID: callID, status: CallStatus(code: StatusCode.ok.rawValue)) }
   }
 
   /// A call's handler returned with `status`: that ends the call, unless the handler handed
@@ -337,31 +348,34 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// holds it until the client half-closes.
   private func deliver(_ payload: ArraySlice<UInt8>, compressed: Bool, callID: UInt32) {
     guard let index = calls.index(forKey: callID), let receiver = calls.values[index].receiver, let context else { return }
-    let request: ArraySlice<UInt8>
+    let request: Result<ArraySlice<UInt8>, RPCError>
     if compressed, let peer {
-      do throws(RPCError) {
-        request = try Deflate.decompress(payload, limit: peer.limits.maxMessageSize)[...]
-      } catch {
-        stopHandler(of: callID)
-        return finish(callID: callID, status: error.status)
-      }
+      request = Result { () throws(RPCError) in try Deflate.decompress(payload, limit: peer.limits.maxMessageSize)[...] }
     } else {
-      request = payload
+      request = .success(payload)
     }
-    switch receiver {
-    case .opening(let opening):
+    switch (receiver, request) {
+    case (.opening(let opening), .success(let request)):
       opening.request = request
-    case .pipeline(let pipeline):
-      let answer = CallAnswer(inbox: answerInbox(on: context.eventLoop), callID: callID, request: pipeline.numberNextRequest())
-      pipeline.handler(request, pipeline.context, answer)
+    case (.opening, .failure(let error)):
+      stopHandler(of: callID)
+      finish(callID: callID, status: error.status)
+    case (.pipeline(let pipeline), _):
+      // Once the call is ending, a request goes to no handler and gets no answer.
+      guard let requestIndex = pipeline.numberNextRequest() else { return }
+      switch request {
+      case .success(let request):
+        let answer = CallAnswer(inbox: answerInbox(on: context.eventLoop), callID: callID, requestIndex: requestIndex)
+        pipeline.handler(request, pipeline.context, answer)
+      case .failure(let error):
+        pipeline.answer(requestIndex, with: .failure(error)) { carryOut($0, of: callID) }
+      }
     }
   }
 
   private func runHandler(of callID: UInt32) {
     if let pipeline = pipeline(of: callID) {
-      pipeline.isHalfClosed = true
-      if pipeline.isComplete { finish(callID: callID, status: CallStatus(code: StatusCode.ok.rawValue)) }
-      return
+      return pipeline.end(with: CallStatus(code: StatusCode.ok.rawValue)) { carryOut($0, of: callID) }
     }
     guard let opening = opening(of: callID), let context, let executor, let pumps else { return }
     calls.changeValue(forKey: callID) { $0.receiver = nil }

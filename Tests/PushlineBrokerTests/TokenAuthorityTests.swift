@@ -1,6 +1,8 @@
+import Dispatch
 import PushlineBroker
 import PushlineRPC
 import PushlineTesting
+import Synchronization
 import Testing
 
 @Suite("Tokens: HS256 JWTs with role, topics and expiry")
@@ -32,5 +34,43 @@ struct TokenAuthorityTests {
 
   @Test func aShortSecretIsRefused() async throws {
     await #expect(throws: TokenAuthorityError.self) { try await TokenAuthority(secret: Array("short".utf8), nowMillis: clock.function) }
+  }
+
+  /// Bodies given for a token while its signature is checked run in the order given, and the
+  /// token counts as verified only once they have run: a body given later, on the fast path,
+  /// never overtakes one still waiting. (The requests of one connection reach the broker in
+  /// the order they came.)
+  @Test(.timeLimit(.minutes(1))) func bodiesWaitingForATokensCheckRunInOrderAndAreNotOvertaken() async throws {
+    let authority = try await TokenAuthority(secret: Self.secret, nowMillis: { 1_000 })
+    let token = try await authority.mint(subject: "s", role: .publisher, topics: ["*"], expiresAtMillis: 1_000_000)
+    let order = Mutex<[Int]>([])
+    let (firstRuns, firstRan) = AsyncStream<Void>.makeStream()
+    let release = DispatchSemaphore(value: 0)
+    let (done, finished) = AsyncStream<Void>.makeStream()
+    let count = 200
+    for index in 0..<count {
+      if index == count / 2 {
+        // The check is over and the first body runs — held there until every body is given.
+        for await _ in firstRuns { break }
+      }
+      // As a publish does: the fast path when the token is verified, else wait for its check.
+      if try authority.verifiedPrincipal(token) != nil {
+        order.withLock { $0.append(index) }
+        if index == count - 1 { finished.yield() }
+        continue
+      }
+      authority.withPrincipal(of: token) { result in
+        #expect((try? result.get())?.subject == "s")
+        if index == 0 {
+          firstRan.yield()
+          _ = release.wait(timeout: .now() + 30)
+        }
+        order.withLock { $0.append(index) }
+        if index == count - 1 { finished.yield() }
+      }
+    }
+    release.signal()
+    for await _ in done { break }
+    #expect(order.withLock { $0 } == Array(0..<count))
   }
 }

@@ -95,6 +95,39 @@ struct GracefulShutdownTests {
     }
   }
 
+  /// From its connection's GOAWAY a pipelined call takes no more requests: those it has are
+  /// answered, then it ends with UNAVAILABLE, and a request sent after the GOAWAY fails with
+  /// that status instead of an answer.
+  @Test(.timeLimit(.minutes(1))) func aPipelinedCallAnswersWhatItHasThenEndsAtTheGoAway() async throws {
+    let held = HeldCompletions()
+    var router = RPCRouter()
+    router.registerPipelined("/test.Pipelined/Held", request: MetadataEntry.self, response: MetadataEntry.self) { _, _, completion in
+      held.hold(completion)
+    }
+    router.registerServerStreaming("/test.Watch/GoAway", request: MetadataEntry.self, response: MetadataEntry.self) { _, writer, _ in
+      writer.pump(from: EndsAtTheGoAway())?.wake()
+    }
+    try await Self.withServer(router, gracePeriod: .seconds(60)) { connection, shutDown in
+      var watch = connection.serverStreaming("/test.Watch/GoAway", request: MetadataEntry(), response: MetadataEntry.self).makeAsyncIterator()
+      #expect(try await watch.next()?.key == "open")
+      let pipeline = connection.pipeline("/test.Pipelined/Held", request: MetadataEntry.self, response: MetadataEntry.self)
+      var arrivals = held.arrivals.makeAsyncIterator()
+      let first = Task { try await pipeline.send(MetadataEntry(key: "0")) }
+      _ = await arrivals.next()
+      let second = Task { try await pipeline.send(MetadataEntry(key: "1")) }
+      _ = await arrivals.next()
+      shutDown()
+      #expect(try await watch.next() == nil)  // the client has the GOAWAY
+      // Sent after the GOAWAY (on a call started before it): no handler takes it.
+      let late = Task { try await pipeline.send(MetadataEntry(key: "late")) }
+      for (index, completion) in held.completions.withLock({ $0 }).enumerated() { completion.succeed(MetadataEntry(key: "\(index)")) }
+      let answers = [try await first.value.key, try await second.value.key]
+      #expect(answers == ["0", "1"])
+      await #expect { try await late.value } throws: { ($0 as? RPCError)?.code == .unavailable }
+      #expect(held.completions.withLock { $0.count } == 2)
+    }
+  }
+
   /// A server whose task is cancelled stops at once: its connections close without waiting
   /// for the grace period, and the calls on them fail.
   @Test(.timeLimit(.minutes(1))) func aCancelledServerClosesItsConnectionsAtOnce() async throws {

@@ -106,4 +106,56 @@ struct PipelinedCallTests {
       await #expect { try await pipeline.send(OutageState()) } throws: { ($0 as? RPCError)?.code == .invalidArgument }
     }
   }
+
+  /// Sends requests keyed 0..<count on `pipeline` one at a time, each once the one before has
+  /// reached the handler, so that request `index` is the `index`th to arrive; returns the
+  /// tasks awaiting their answers.
+  static func sendInOrder(
+    _ count: Int, on pipeline: RPCPipeline<MetadataEntry, MetadataEntry>, held: HeldCompletions
+  ) async -> [Task<MetadataEntry, any Error>] {
+    var arrivals = held.arrivals.makeAsyncIterator()
+    var sends: [Task<MetadataEntry, any Error>] = []
+    for index in 0..<count {
+      sends.append(Task { try await pipeline.send(MetadataEntry(key: "\(index)")) })
+      _ = await arrivals.next()
+    }
+    return sends
+  }
+
+  /// A failed answer ends the call in its place in the order: the answers before it go out
+  /// first, even when they come after it; the requests after it get the failure too, and
+  /// their own answers, given later, change nothing.
+  @Test(.timeLimit(.minutes(1))) func aFailureEndsTheCallAfterTheAnswersBeforeIt() async throws {
+    let held = HeldCompletions()
+    try await Self.withServer(held: held) { connection in
+      let pipeline = connection.pipeline(Self.held, request: MetadataEntry.self, response: MetadataEntry.self)
+      let sends = await Self.sendInOrder(3, on: pipeline, held: held)
+      let completions = held.completions.withLock { $0 }
+      completions[1].fail(RPCError(code: .aborted, message: "the second fails"))
+      completions[2].succeed(MetadataEntry(key: "2"))
+      completions[0].succeed(MetadataEntry(key: "0"))
+      let answered = try await sends[0].value
+      #expect(answered.key == "0")
+      for send in sends[1...] {
+        await #expect { try await send.value } throws: { ($0 as? RPCError) == RPCError(code: .aborted, message: "the second fails") }
+      }
+    }
+  }
+
+  /// Finishing a pipeline with answers still due ends the call only once they are given.
+  @Test(.timeLimit(.minutes(1))) func finishingWaitsForTheAnswersStillDue() async throws {
+    let held = HeldCompletions()
+    try await Self.withServer(held: held) { connection in
+      let pipeline = connection.pipeline(Self.held, request: MetadataEntry.self, response: MetadataEntry.self)
+      let sends = await Self.sendInOrder(2, on: pipeline, held: held)
+      let finished = Task { try await pipeline.finish() }
+      for (index, completion) in held.completions.withLock({ $0 }).enumerated().reversed() {
+        completion.succeed(MetadataEntry(key: "\(index)"))
+      }
+      #expect(try await sends[0].value.key == "0")
+      #expect(try await sends[1].value.key == "1")
+      try await finished.value
+    }
+  }
 }
+

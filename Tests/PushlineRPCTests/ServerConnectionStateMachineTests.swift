@@ -202,20 +202,27 @@ struct ServerConnectionStateMachineTests {
     #expect(try Self.status(in: machine.received(Self.message(2, [1]), serverTimeMillis: 0).last)?.code == StatusCode.invalidArgument.rawValue)
   }
 
-  /// A pipelined call may have as many requests unanswered as the connection allows calls;
-  /// one more ends it with RESOURCE_EXHAUSTED, and each answer makes room for one.
-  @Test func aPipelinedCallsUnansweredRequestsAreBoundedByTheCallLimit() throws {
+  /// A connection's pipelined calls together may have as many requests unanswered as the
+  /// connection allows calls; a request past that ends its call with RESOURCE_EXHAUSTED, and
+  /// each answer, or the end of a call, makes room again.
+  @Test func pipelinedCallsShareOneBudgetOfUnansweredRequests() throws {
     let pipelined = "/test.Pipelined/Echo"
     var configuration = Machine.Configuration(compressions: [.deflate], pipelinedMethods: [pipelined])
     configuration.limits.maxConcurrentCalls = 3
     var (machine, _) = Self.connected(configuration)
     _ = machine.received(Self.start(1, pipelined), serverTimeMillis: 0)
-    for _ in 0..<3 { #expect(machine.received(Self.message(1, [1]), serverTimeMillis: 0).count == 1) }
+    _ = machine.received(Self.start(2, pipelined), serverTimeMillis: 0)
+    for _ in 0..<2 { #expect(machine.received(Self.message(1, [1]), serverTimeMillis: 0).count == 1) }
+    #expect(machine.received(Self.message(2, [2]), serverTimeMillis: 0) == [.deliverMessage(callID: 2, payload: [2], compressed: false)])
+    // An answer on call 1 makes room for one more request, on either call.
     _ = machine.send(message: [9], compressed: false, callID: 1)
-    #expect(machine.received(Self.message(1, [1]), serverTimeMillis: 0) == [.deliverMessage(callID: 1, payload: [1], compressed: false)])
+    #expect(machine.received(Self.message(2, [2]), serverTimeMillis: 0) == [.deliverMessage(callID: 2, payload: [2], compressed: false)])
     let refused = machine.received(Self.message(1, [1]), serverTimeMillis: 0)
     #expect(refused.first == .cancelCall(callID: 1))
     #expect(try Self.status(in: refused.last)?.code == StatusCode.resourceExhausted.rawValue)
+    // Call 1's end gives its one unanswered request's room back.
+    _ = machine.received(Self.start(3, pipelined), serverTimeMillis: 0)
+    #expect(machine.received(Self.message(3, [3]), serverTimeMillis: 0) == [.deliverMessage(callID: 3, payload: [3], compressed: false)])
     #expect(!machine.isClosed)
   }
 
