@@ -55,6 +55,23 @@ struct PythonClientTests {
     }
   }
 
+  /// The Python client, written from PROTOCOL.md alone, publishes each card on its own on one
+  /// PublishStream (a pipelined call, 2.6): an outcome for each, in order, then STATUS OK.
+  @Test func aPythonPublishStreamGetsAnOutcomePerPublishInOrder() async throws {
+    try await withBroker { port, running in
+      let token = try await Self.token(running, .publisher)
+      let cards = [Self.card("a", priority: 1), Self.card("b", priority: 2), Self.card("c", priority: 3)]
+      let cardArguments = try cards.flatMap { ["--card-json", try Self.json($0)] }
+      let run = try await PythonClient.run(
+        ["publish", "127.0.0.1:\(port)", "--token", token, "--topic", "driver/9", "--stream", "--remove", "gone"] + cardArguments)
+      #expect(run.status == 0, "\(run.errorText)")
+      let outcomes = try run.lines.map { try PythonClient.object($0)["response"] as? [String: Any] ?? [:] }
+      #expect(outcomes.map { $0["firstOffset"] as? String } == ["1", "2", "3", "4"], "\(run.lines)")
+      let snapshot = try await Self.getCards(port: port, running: running, topic: "driver/9")
+      #expect(snapshot.changes.compactMap(\.card) == cards && snapshot.throughOffset == 4)
+    }
+  }
+
   @Test func aPythonSubscriberGetsTheSnapshotThenLiveUpdatesAndEndsWithThePublishedCards() async throws {
     try await withBroker { port, running in
       let reader = try await Self.token(running, .subscriber)

@@ -2,12 +2,12 @@
 """An independent Pushline client, written from docs/PROTOCOL.md and proto/*.proto alone.
 
 Library: `Connection` speaks the RPC layer of PROTOCOL.md section 2 (preface, handshake,
-frames, unary and server-streaming calls, per-message deflate, PING/PONG, GOAWAY);
+frames, unary, server-streaming and pipelined calls, per-message deflate, PING/PONG, GOAWAY);
 `TopicCopy` applies TopicUpdates following the client rules of section 3.3.
 
 CLI:
     pushline_client.py health HOST:PORT [--service NAME]
-    pushline_client.py publish HOST:PORT --token T --topic X (--card-json '{...}' ... | --remove ID ... | < cards)
+    pushline_client.py publish HOST:PORT --token T --topic X (--card-json '{...}' ... | --remove ID ... | < cards) [--stream]
     pushline_client.py subscribe HOST:PORT --token T --topic X [--epoch E --offset O] [--count N]
     pushline_client.py get-cards HOST:PORT --token T --topic X
 
@@ -74,6 +74,7 @@ def status_name(code: int) -> str:
 # Methods (2.5, 3)
 HEALTH_CHECK = "/pushline.Health/Check"
 PUBLISH = "/pushline.Publisher/Publish"
+PUBLISH_STREAM = "/pushline.Publisher/PublishStream"
 SUBSCRIBE = "/pushline.Tracker/Subscribe"
 GET_CARDS = "/pushline.Tracker/GetCards"
 
@@ -542,7 +543,8 @@ class Connection:
         except (RPCError, ProtocolError):
             pass  # the connection is gone; the caller sees it
 
-    def _start(self, method: str, request, timeout: float | None) -> _Call:
+    def _start(self, method: str, request, timeout: float | None, half_close: bool = True) -> _Call:
+        """Starts a call; with `request` None (a pipelined call, 2.6) it sends no request."""
         self._drain()
         if self.goaway is not None:
             retry = self.goaway.retryAfterMillis if self.goaway.HasField("retryAfterMillis") else None
@@ -558,8 +560,10 @@ class Connection:
             start.timeoutMillis = max(1, int(timeout * 1000))
             call.deadline = time.monotonic() + timeout
         self._send_frame(CALL_START, call.id, start.SerializeToString())
-        self._send_message(call.id, self._encode_message(request))
-        self._send_frame(HALF_CLOSE, call.id)
+        if request is not None:
+            self._send_message(call.id, self._encode_message(request))
+        if half_close:
+            self._send_frame(HALF_CLOSE, call.id)
         return call
 
     def _wait(self, call: _Call, until_end: bool = False):
@@ -598,6 +602,33 @@ class Connection:
             raise RPCError(INTERNAL, f"a unary call ended OK with {len(call.messages)} responses")
         return response_type.FromString(call.messages[0])
 
+    def pipelined(self, method: str, requests, response_type, timeout: float | None = None):
+        """Many requests on one call, each answered by one response in request order (2.6):
+        keeps at most the agreed `maxConcurrentCalls` unanswered, half-closes after the last,
+        and returns the responses once the STATUS is OK; raises RPCError otherwise."""
+        call = self._start(method, None, timeout, half_close=False)
+        window = self.limits["calls"]
+        sent = 0
+        answers = []
+        for request in requests:
+            while sent - len(answers) - len(call.messages) >= window and not call.ended:
+                self._wait(call)
+                answers += call.messages
+                call.messages = []
+            if call.ended:
+                break
+            self._send_message(call.id, self._encode_message(request))
+            sent += 1
+        if not call.ended:
+            self._send_frame(HALF_CLOSE, call.id)
+        self._wait(call, until_end=True)
+        answers += call.messages
+        self.calls.pop(call.id, None)
+        self._raise_if_failed(call)
+        if len(answers) != sent:
+            raise RPCError(INTERNAL, f"a pipelined call ended OK with {len(answers)} responses to {sent} requests")
+        return [response_type.FromString(answer) for answer in answers]
+
     def server_stream(self, method: str, request, response_type, timeout: float | None = None) -> "Stream":
         """One request, then responses until STATUS (2.6)."""
         return Stream(self, self._start(method, request, timeout), response_type)
@@ -609,6 +640,10 @@ class Connection:
 
     def publish(self, request, timeout: float | None = 30.0):
         return self.unary(PUBLISH, request, self.m.PublishResponse, timeout)
+
+    def publish_stream(self, requests, timeout: float | None = 30.0):
+        """Publishes `requests` on one PublishStream (3.2): a PublishOutcome for each, in order."""
+        return self.pipelined(PUBLISH_STREAM, requests, self.m.PublishOutcome, timeout)
 
     def get_cards(self, topic: str, timeout: float | None = 30.0):
         return self.unary(GET_CARDS, self.m.GetCardsRequest(topic=topic), self.m.TopicUpdate, timeout)
@@ -736,6 +771,8 @@ def main(argv=None) -> int:
     publish.add_argument("--card-json", action="append", default=[], help="a TrackerCard in JSON (repeatable)")
     publish.add_argument("--remove", action="append", default=[], metavar="CARD_ID", help="remove a card (repeatable)")
     publish.add_argument("--idempotency-key")
+    publish.add_argument("--stream", action="store_true",
+                         help="publish each card and removal on its own, on one /pushline.Publisher/PublishStream")
 
     subscribe = commands.add_parser("subscribe", help="/pushline.Tracker/Subscribe")
     subscribe.add_argument("address", type=_address)
@@ -771,6 +808,13 @@ def main(argv=None) -> int:
                     request.changes.add(cardID=card.cardID, card=card)
                 for card_id in args.remove:
                     request.changes.add(cardID=card_id)
+                if args.stream:
+                    if args.idempotency_key:
+                        parser.error("--idempotency-key names one publish; --stream makes one per change")
+                    requests = [messages.PublishRequest(topic=args.topic, changes=[change]) for change in request.changes]
+                    for outcome in connection.publish_stream(requests):
+                        print(_json_line(outcome), flush=True)
+                    return 0
                 if args.idempotency_key:
                     request.idempotencyKey = args.idempotency_key
                 print(_json_line(connection.publish(request)), flush=True)
