@@ -108,10 +108,11 @@ public struct RPCRouter: Sendable {
   /// requests, and `handler` — run on the transport's executor, without a task, once per
   /// request in arrival order — answers each through its ``UnaryCompletion``, at once or
   /// later, from any thread. The transport sends the answers in request order, whatever order
-  /// they come in. An answer that fails ends the call with its status (answers still due are
-  /// dropped), so a handler answers a request it refuses but can go on from with a response
+  /// they come in. An answer that fails (or a request that does not decode) ends the call with
+  /// its status once the requests before it are answered; the requests after it get no
+  /// answer. So a handler answers a request it refuses but can go on from with a response
   /// saying so. The call ends with OK once the client has half-closed and every request is
-  /// answered.
+  /// answered; at the server's shutdown, with UNAVAILABLE once the requests it took are.
   @inlinable  // Specialised in the registering module: no generic dispatch per request.
   public mutating func registerPipelined<Request: WireMessage, Response: WireMessage>(
     _ method: String, request: Request.Type, response: Response.Type,
