@@ -79,11 +79,7 @@ public final class RPCConnection: Sendable {
     } onCancel: {
       cancel(handle)
     }
-    do {
-      return try Response(serializedBytes: bytes)
-    } catch {
-      throw RPCError(code: .internal, message: "the response does not decode: \(Response.protoName): \(error)")
-    }
+    return try Response.decodingResponse(bytes)
   }
 
   /// Makes a server-streaming call: one request, then the responses as they arrive.

@@ -9,9 +9,9 @@ import Synchronization
 /// Send from any task, as many requests at once as you like: those past the server's window
 /// of unanswered requests (`maxConcurrentCalls`, shared by the connection's pipelines) wait
 /// on the client, in order, until answers make room. Each ``send(_:)`` returns its own
-/// request's answer. Call ``finish()`` when done: the call then ends once every request is answered. A pipeline
-/// dropped without ``finish()`` cancels its call. The method must be one the server serves
-/// as pipelined: any other takes one request and refuses a second.
+/// request's answer. Call ``finish()`` when done: the call then ends once every request is
+/// answered. A pipeline dropped without ``finish()`` cancels its call. The method must be one
+/// the server serves as pipelined: any other takes one request and refuses a second.
 public final class RPCPipeline<Request: WireMessage, Response: WireMessage>: Sendable {
   private let connection: RPCConnection
   private let handle: RPCConnection.CallHandle
@@ -35,12 +35,7 @@ public final class RPCPipeline<Request: WireMessage, Response: WireMessage>: Sen
   ///   decode.
   public func send(_ request: Request) async throws -> Response {
     guard !isFinished.load(ordering: .relaxed) else { throw PipelineWaiters.finished }
-    let bytes = try await connection.send(request.serializedBytes(), on: handle)
-    do {
-      return try Response(serializedBytes: bytes)
-    } catch {
-      throw RPCError(code: .internal, message: "the response does not decode: \(Response.protoName): \(error)")
-    }
+    return try await Response.decodingResponse(connection.send(request.serializedBytes(), on: handle))
   }
 
   /// Tells the server that no more requests come, and waits for the call's end: once every

@@ -1,4 +1,4 @@
-public import PushlineRPC
+import PushlineRPC
 public import PushlineWire
 
 /// The responses of a server-streaming call, decoded as they arrive.
@@ -35,11 +35,7 @@ public struct RPCResponseStream<Response: WireMessage>: AsyncSequence, Sendable 
         (batch, position) = (next, 0)
       }
       position += 1
-      do {
-        return try Response(serializedBytes: batch[position - 1])
-      } catch {
-        throw RPCError(code: .internal, message: "a response does not decode: \(Response.protoName): \(error)")
-      }
+      return try Response.decodingResponse(batch[position - 1])
     }
   }
 

@@ -246,9 +246,11 @@ final class PushlinePublisherHandler: ChannelInboundHandler {
   private let plan: PublishPlan
   private let done: EventLoopPromise<PublishResult>
   private var responses: [UInt32: Int] = [:]  // call id → topic index (unary publishes)
-  /// The stream's call, and the topic index of each publish it has not answered, oldest first.
-  private var stream: (callID: UInt32, topics: [Int], answered: Int)?
-  private var inFlight: Int { stream.map { $0.topics.count - $0.answered } ?? responses.count }
+  /// The stream's call, if publishes go on one.
+  private var streamCallID: UInt32?
+  /// The topic index of each publish the stream has not answered, oldest first.
+  private var unansweredTopics = CircularBuffer<Int>()
+  private var inFlight: Int { streamCallID == nil ? responses.count : unansweredTopics.count }
   private var finalOffsets: [Int64]
   private var started: Int64 = 0
   private var sent = 0
@@ -297,8 +299,8 @@ final class PushlinePublisherHandler: ChannelInboundHandler {
         CardChange(upserting: BenchCard.card(cardID: BenchCard.cardID((firstCard + index) % plan.cardsPerTopic), stampNanos: stamp))
       }
       let request = PublishRequest(topic: plan.topics[topic], changes: changes).serializedBytes()
-      if let callID = stream?.callID {
-        stream?.topics.append(topic)
+      if let callID = streamCallID {
+        unansweredTopics.append(topic)
         sent += 1
         run(machine.send(message: request, compressed: false, callID: callID), context: context)
         continue
@@ -330,7 +332,7 @@ final class PushlinePublisherHandler: ChannelInboundHandler {
       if plan.streams {
         let (id, start) = machine.startCall(CallStart(method: BrokerService.publishStreamMethod))
         guard let id else { return finish(.failure(LoadError("publisher: the broker refused the stream"))) }
-        stream = (id, [], 0)
+        streamCallID = id
         run(start, context: context)
       }
       pump(context: context)
@@ -343,18 +345,11 @@ final class PushlinePublisherHandler: ChannelInboundHandler {
           handler.burst.send(context: context)
         }
       }
-    case .deliverMessage(let id, let payload, _) where id == stream?.callID:
-      guard let outcome = try? PublishOutcome(serializedBytes: payload), let response = outcome.response, var answering = stream else {
-        return finish(.failure(LoadError("publish refused: \((try? PublishOutcome(serializedBytes: payload))?.status?.message ?? "bad outcome")")))
+    case .deliverMessage(let id, let payload, _) where id == streamCallID:
+      let outcome = try? PublishOutcome(serializedBytes: payload)
+      guard let response = outcome?.response, let topic = unansweredTopics.popFirst() else {
+        return finish(.failure(LoadError("publish refused: \(outcome?.status?.message ?? "an outcome that does not decode")")))
       }
-      stream = nil  // the topics array is mutated in place, not copied
-      let topic = answering.topics[answering.answered]
-      answering.answered += 1
-      if answering.answered >= 4_096, answering.answered * 2 >= answering.topics.count {
-        answering.topics.removeFirst(answering.answered)
-        answering.answered = 0
-      }
-      stream = answering
       acknowledge(response, topic: topic, context: context)
     case .deliverMessage(let id, let payload, _):
       pendingResponse[id] = payload
