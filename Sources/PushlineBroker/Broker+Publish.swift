@@ -12,10 +12,15 @@ extension Broker {
   /// - Throws: INVALID_ARGUMENT for a bad topic name, no or too many changes, a card twice,
   ///   a card whose cardID differs from its change's; PERMISSION_DENIED when `principal` may
   ///   not publish there; UNAVAILABLE (retry, with the same idempotency key) when storage failed.
-  public func publish(_ request: PublishRequest, for principal: Principal) async throws -> PublishResponse {
+  public func publish(_ request: EncodedPublishRequest, for principal: Principal) async throws -> PublishResponse {
     try await withCheckedThrowingContinuation { continuation in
       publish(request, for: principal, completion: continuation)
     }
+  }
+
+  /// ``publish(_:for:)`` for a request built in this process, with its cards decoded.
+  public func publish(_ request: PublishRequest, for principal: Principal) async throws -> PublishResponse {
+    try await publish(EncodedPublishRequest(encoding: request), for: principal)
   }
 
   /// ``publish(_:for:)`` without a task: `completion` gets the offsets once the changes are
@@ -29,7 +34,7 @@ extension Broker {
   /// apply, its fan-out to every subscriber's queue, its answers — holds the loop meanwhile;
   /// later batches run on the global executor (see `commitPending()`).
   public func publish(
-    _ request: PublishRequest, for principal: Principal, committingOn executor: (any TaskExecutor)? = nil,
+    _ request: EncodedPublishRequest, for principal: Principal, committingOn executor: (any TaskExecutor)? = nil,
     completion: any PublishCompletion
   ) {
     do throws(RPCError) {
@@ -95,7 +100,7 @@ extension Broker {
     return true
   }
 
-  private func validate(_ request: PublishRequest, _ principal: Principal) throws(RPCError) {
+  private func validate(_ request: EncodedPublishRequest, _ principal: Principal) throws(RPCError) {
     try TopicName.validate(request.topic)
     guard principal.mayPublish else {
       throw RPCError(code: .permissionDenied, message: "role \(principal.role.rawValue) may not publish")
@@ -241,7 +246,7 @@ extension Broker {
   private func applyCommitted(_ batch: StorageBatch, _ publishes: [PendingPublish]) {
     let now = configuration.nowMillis()
     let (prunes, fanOut) = state.withLock {
-      state -> ([TombstonePrune], [(topic: String, changes: [CardChange], superseded: Int, subscribers: [Subscription])]) in
+      state -> ([TombstonePrune], [(topic: String, changes: [EncodedCardChange], superseded: Int, subscribers: [Subscription])]) in
       for position in publishes.indices {
         let topic = publishes[position].topic
         state.topics.changeValue(forKey: topic, default: TopicState(name: topic, epoch: publishes[position].epoch)) {
@@ -254,7 +259,7 @@ extension Broker {
           limit: configuration.maxTombstonesPerTopic, maxAgeMillis: configuration.maxTombstoneAge.milliseconds,
           nowMillis: now)
       }
-      let fanOut = batch.topics.compactMap { topic -> (String, [CardChange], Int, [Subscription])? in
+      let fanOut = batch.topics.compactMap { topic -> (String, [EncodedCardChange], Int, [Subscription])? in
         guard let subscribers = state.subscribers[topic.topic] else { return nil }
         // Coalesced once for all subscribers, as each queue would (see `latestVersions`).
         let changes = Self.latestVersions(of: topic.records).map(\.change)

@@ -75,7 +75,7 @@ public final class Broker: Sendable {
   ///
   /// - Throws: INVALID_ARGUMENT for a bad topic name, PERMISSION_DENIED when `principal`
   ///   may not read it.
-  public func cards(in topic: String, for principal: Principal) throws(RPCError) -> TopicUpdate {
+  public func cards(in topic: String, for principal: Principal) throws(RPCError) -> EncodedTopicUpdate {
     try Self.authorizeRead(topic, principal)
     let now = configuration.nowMillis()
     return state.withLock { state in Self.topic(topic, in: &state).snapshot(nowMillis: now) }
@@ -126,7 +126,7 @@ public final class Broker: Sendable {
   ///
   /// - Throws: the ``RPCError`` that ended the subscription (an expired token, a shutdown),
   ///   or `CancellationError`.
-  public func nextUpdates(for subscription: Subscription) async throws -> [TopicUpdate] {
+  public func nextUpdates(for subscription: Subscription) async throws -> [EncodedTopicUpdate] {
     while true {
       let updates = try readyUpdates(for: subscription)
       if !updates.isEmpty { return updates }
@@ -138,7 +138,7 @@ public final class Broker: Sendable {
   /// gets its fresh snapshot here.
   ///
   /// - Throws: the ``RPCError`` that ended the subscription.
-  func readyUpdates(for subscription: Subscription) throws(RPCError) -> [TopicUpdate] {
+  func readyUpdates(for subscription: Subscription) throws(RPCError) -> [EncodedTopicUpdate] {
     let overflowed = subscription.topicsNeedingSnapshot
     if !overflowed.isEmpty {
       let now = configuration.nowMillis()

@@ -34,19 +34,19 @@ public enum BrokerService {
     // Publishes run without a task: on the connection's event loop up to the commit, whose
     // callback answers them (a task only for a token not verified yet). A commit they start
     // runs on that loop too, after the publishes read with them.
-    router.registerUnary(publishMethod, request: PublishRequest.self, response: PublishResponse.self) {
+    router.registerUnary(publishMethod, request: EncodedPublishRequest.self, response: PublishResponse.self) {
       request, context, completion in
       publish(request, to: broker, authority: authority, context: context, completion: completion)
     }
-    router.registerPipelined(publishStreamMethod, request: PublishRequest.self, response: PublishOutcome.self) {
+    router.registerPipelined(publishStreamMethod, request: EncodedPublishRequest.self, response: PublishOutcome.self) {
       request, context, answer in
       publish(request, to: broker, authority: authority, context: context, completion: StreamedPublishCompletion(answer: answer))
     }
-    router.registerUnary(getCardsMethod, request: GetCardsRequest.self, response: TopicUpdate.self) { request, context in
+    router.registerUnary(getCardsMethod, request: GetCardsRequest.self, response: EncodedTopicUpdate.self) { request, context in
       let principal = try await authority.authenticate(context.peer.authToken)
       return try broker.cards(in: request.topic, for: principal)
     }
-    router.registerServerStreaming(subscribeMethod, request: SubscribeRequest.self, response: TopicUpdate.self) {
+    router.registerServerStreaming(subscribeMethod, request: SubscribeRequest.self, response: EncodedTopicUpdate.self) {
       request, writer, context in
       let principal = try await authority.authenticate(context.peer.authToken)
       let subscription = try broker.subscribe(request, for: principal)
@@ -65,7 +65,7 @@ public enum BrokerService {
 
   /// Publishes `request` as the connection's principal, answering through `completion`.
   private static func publish(
-    _ request: PublishRequest, to broker: Broker, authority: TokenAuthority, context: ServerContext,
+    _ request: EncodedPublishRequest, to broker: Broker, authority: TokenAuthority, context: ServerContext,
     completion: some PublishCompletion
   ) {
     do throws(RPCError) {

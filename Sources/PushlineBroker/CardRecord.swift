@@ -7,12 +7,12 @@ public struct CardRecord: Hashable, Sendable {
   /// The offset of the card's last change in its topic.
   public var offset: Int64
   /// The latest version; `nil` for a tombstone.
-  public var card: TrackerCard?
+  public var card: EncodedCard?
   /// When the change was applied, in Unix milliseconds: tombstones age out by it.
   public var changedAtMillis: Int64
 
   /// A record.
-  public init(cardID: String, offset: Int64, card: TrackerCard?, changedAtMillis: Int64) {
+  public init(cardID: String, offset: Int64, card: EncodedCard?, changedAtMillis: Int64) {
     self.cardID = cardID
     self.offset = offset
     self.card = card
@@ -23,7 +23,7 @@ public struct CardRecord: Hashable, Sendable {
   public var isTombstone: Bool { card == nil }
 
   /// The change a subscriber receives for this record.
-  public var change: CardChange {
-    card.map { CardChange(upserting: $0, offset: offset) } ?? CardChange(removing: cardID, offset: offset)
+  public var change: EncodedCardChange {
+    card.map { EncodedCardChange(upserting: $0, offset: offset) } ?? EncodedCardChange(removing: cardID, offset: offset)
   }
 }

@@ -15,8 +15,8 @@ public struct OutboundQueue: Sendable {
   }
 
   private enum Entry {
-    case change(topic: String, CardChange)
-    case snapshot(TopicUpdate)
+    case change(topic: String, EncodedCardChange)
+    case snapshot(EncodedTopicUpdate)
 
     var topic: String {
       switch self {
@@ -60,7 +60,7 @@ public struct OutboundQueue: Sendable {
   /// Queues `change` (which has its offset) for `topic`, replacing a queued change of the
   /// same card; returns whether it replaced one.
   @discardableResult
-  public mutating func append(_ change: CardChange, topic: String) -> Bool {
+  public mutating func append(_ change: EncodedCardChange, topic: String) -> Bool {
     reserveIfEmpty()
     var coalesced = false
     let key = Key(topic: topic, cardID: change.cardID)
@@ -77,7 +77,7 @@ public struct OutboundQueue: Sendable {
   }
 
   /// Queues a snapshot of its topic.
-  public mutating func append(snapshot: TopicUpdate) {
+  public mutating func append(snapshot: EncodedTopicUpdate) {
     reserveIfEmpty()
     slots.append(.snapshot(snapshot))
     entryCount += 1
@@ -96,8 +96,8 @@ public struct OutboundQueue: Sendable {
   /// Takes up to about `limit` changes from the front, as one update per topic and run:
   /// a snapshot travels alone; consecutive changes of a topic share an update. `epoch(topic)`
   /// gives the epoch of changes; `throughOffset` is filled in by the caller.
-  public mutating func take(limit: Int, epoch: (String) -> Int64) -> [TopicUpdate] {
-    var updates: [TopicUpdate] = []
+  public mutating func take(limit: Int, epoch: (String) -> Int64) -> [EncodedTopicUpdate] {
+    var updates: [EncodedTopicUpdate] = []
     var openUpdates = OpenUpdates()
     var taken = 0
     while head < slots.count, taken < limit {
@@ -112,7 +112,7 @@ public struct OutboundQueue: Sendable {
         if let index = openUpdates.index(of: topic, in: updates) {
           updates[index].changes.append(change)
         } else {
-          var update = TopicUpdate(topic: topic, epoch: epoch(topic), throughOffset: 0)
+          var update = EncodedTopicUpdate(topic: topic, epoch: epoch(topic), throughOffset: 0)
           update.changes = [change]
           openUpdates.append(update, to: &updates)
         }
@@ -131,14 +131,14 @@ public struct OutboundQueue: Sendable {
     private var table: [String: Int]?
 
     /// The index of the update `topic`'s next change joins, if any.
-    func index(of topic: String, in updates: [TopicUpdate]) -> Int? {
+    func index(of topic: String, in updates: [EncodedTopicUpdate]) -> Int? {
       if let table { return table[topic] }
       guard let index = updates.lastIndex(where: { $0.topic == topic }), !updates[index].isSnapshot else { return nil }
       return index
     }
 
     /// Appends `update` to `updates`, keeping the table once there is one.
-    mutating func append(_ update: TopicUpdate, to updates: inout [TopicUpdate]) {
+    mutating func append(_ update: EncodedTopicUpdate, to updates: inout [EncodedTopicUpdate]) {
       updates.append(update)
       if table == nil, updates.count > OutboundQueue.scanLimit {
         table = [:]

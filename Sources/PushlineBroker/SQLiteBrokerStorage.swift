@@ -65,7 +65,7 @@ public final class SQLiteBrokerStorage: BrokerStorage {
       let cards = try Row.fetchCursor(db, sql: "SELECT topic, cardID, offset, card, changedAtMillis FROM card")
       while let row = try cards.next() {
         let blob: Data? = row["card"]
-        let card = try blob.map { try TrackerCard(serializedBytes: [UInt8]($0)) }
+        let card = try blob.map { try EncodedCard(serializedBytes: [UInt8]($0)) }
         records[row["topic"], default: []].append(
           CardRecord(cardID: row["cardID"], offset: row["offset"], card: card, changedAtMillis: row["changedAtMillis"]))
       }
@@ -102,7 +102,7 @@ public final class SQLiteBrokerStorage: BrokerStorage {
       for topic in batch.topics {
         try advance.execute(arguments: [topic.topic, topic.epoch, topic.topOffset])
         for record in topic.records {
-          let blob = record.card.map { Data($0.serializedBytes()) }
+          let blob = record.card.map { Data($0.bytes) }
           try upsert.execute(arguments: [topic.topic, record.cardID, record.offset, blob, record.changedAtMillis])
         }
       }

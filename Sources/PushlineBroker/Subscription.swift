@@ -72,7 +72,7 @@ public final class Subscription: Sendable {
   /// skipped: a snapshot taken after the commit was applied (a resynchronization) holds them.
   /// Returns how many changes replaced a queued older version of their card (nil when the
   /// subscription took none: it ended, or awaits a snapshot), and the drain to wake.
-  func enqueue(_ changes: [CardChange], topic: String) -> (coalesced: Int?, drainer: Drainer?) {
+  func enqueue(_ changes: [EncodedCardChange], topic: String) -> (coalesced: Int?, drainer: Drainer?) {
     state.withLock { state -> (Int?, Drainer?) in
       guard state.ended == nil, var progress = state.topics[topic], !progress.needsSnapshot else { return (nil, nil) }
       var coalesced = 0
@@ -102,7 +102,7 @@ public final class Subscription: Sendable {
 
   /// Starts following `topic` (broker lock held): `catchUp` brings the client from its
   /// position to the top, or `snapshot` replaces its copy.
-  func attach(_ topic: TopicState, catchUp: [CardRecord]?, snapshot: TopicUpdate?) {
+  func attach(_ topic: TopicState, catchUp: [CardRecord]?, snapshot: EncodedTopicUpdate?) {
     let drainer = state.withLock { state in
       state.topics[topic.name] = TopicProgress(epoch: topic.epoch, queuedThrough: topic.topOffset)
       if let snapshot { state.queue.append(snapshot: snapshot) }
@@ -120,7 +120,7 @@ public final class Subscription: Sendable {
   }
 
   /// Queues a fresh snapshot of `topic` after an overflow (broker lock held).
-  func resynchronize(_ topic: TopicState, snapshot: TopicUpdate) {
+  func resynchronize(_ topic: TopicState, snapshot: EncodedTopicUpdate) {
     state.withLock { state in
       guard state.topics[topic.name]?.needsSnapshot == true else { return }
       state.snapshotsDue -= 1
@@ -189,8 +189,8 @@ public final class Subscription: Sendable {
     }
   }
 
-  func takeReady(maxChanges: Int, nowMillis: Int64) throws(RPCError) -> [TopicUpdate]? {
-    try state.withLock { state throws(RPCError) -> [TopicUpdate]? in
+  func takeReady(maxChanges: Int, nowMillis: Int64) throws(RPCError) -> [EncodedTopicUpdate]? {
+    try state.withLock { state throws(RPCError) -> [EncodedTopicUpdate]? in
       if let ended = state.ended { throw ended }
       if state.snapshotsDue > 0 { return [] }
       if !state.queue.isEmpty {
@@ -213,7 +213,7 @@ public final class Subscription: Sendable {
       state.watermarkDue = false
       state.lastSentMillis = nowMillis
       return state.topics.filter { !$0.value.needsSnapshot }.sorted { $0.key < $1.key }.map { topic, progress in
-        var watermark = TopicUpdate(topic: topic, epoch: progress.epoch, throughOffset: progress.queuedThrough)
+        var watermark = EncodedTopicUpdate(topic: topic, epoch: progress.epoch, throughOffset: progress.queuedThrough)
         watermark.serverTimeMillis = nowMillis
         return watermark
       }

@@ -64,8 +64,8 @@ public struct TopicState: Sendable {
   }
 
   /// The topic's snapshot at `nowMillis`, positioned at the top offset.
-  public func snapshot(nowMillis: Int64) -> TopicUpdate {
-    var update = TopicUpdate(topic: name, epoch: epoch, throughOffset: topOffset)
+  public func snapshot(nowMillis: Int64) -> EncodedTopicUpdate {
+    var update = EncodedTopicUpdate(topic: name, epoch: epoch, throughOffset: topOffset)
     update.snapshot = true
     update.changes = liveCards(nowSeconds: nowMillis / 1000).map(\.change)
     update.serverTimeMillis = nowMillis

@@ -1,40 +1,50 @@
 public import PushlineWire
 
+/// A batch of changes to one topic (`pushline.broker.PublishRequest`), with its cards decoded:
+/// what publishers build.
+public typealias PublishRequest = PublishRequestMessage<TrackerCard>
+
 /// A batch of changes to one topic (`pushline.broker.PublishRequest`), applied atomically and
-/// acknowledged once durable.
-public struct PublishRequest: ReflectableMessage {
-  public static let protoName = "pushline.broker.PublishRequest"
+/// acknowledged once durable. `Card` is how the message holds its cards: see
+/// ``CardRepresentation``.
+public struct PublishRequestMessage<Card: CardRepresentation>: WireMessage {
+  public static var protoName: String { "pushline.broker.PublishRequest" }
 
   /// The topic, for example `driver/42`. Required.
   public var topic: String = "" { didSet { requiredFieldsSet |= 0b1 } }
   /// The changes, each card at most once.
-  public var changes: [CardChange] = []
+  public var changes: [CardChangeMessage<Card>] = []
   /// Makes a retry safe: within the broker's window, a publish with the same topic and key
   /// returns the first one's offsets instead of applying again.
   public var idempotencyKey: String?
   public var unknownFields = UnknownFields()
 
-  var requiredFieldsSet: UInt8 = 0
+  @usableFromInline var requiredFieldsSet: UInt8 = 0
 
+  @inlinable
   public init() {}
 
   /// A value with its required fields set.
+  @inlinable
   public init(topic: String) {
     self.topic = topic
     requiredFieldsSet = 0b1
   }
 
   /// A publish of `changes` to `topic`.
-  public init(topic: String, changes: [CardChange], idempotencyKey: String? = nil) {
+  @inlinable
+  public init(topic: String, changes: [CardChangeMessage<Card>], idempotencyKey: String? = nil) {
     self.init(topic: topic)
     self.changes = changes
     self.idempotencyKey = idempotencyKey
   }
 
+  @inlinable
   public func encodedSize() -> Int {
     WireSize.field(topic) &+ WireSize.field(changes) &+ WireSize.field(idempotencyKey) &+ unknownFields.encodedSize
   }
 
+  @inlinable
   public func encode(to writer: inout WireWriter) {
     unknownFields.write(to: &writer)
     writer.write(0x1A, idempotencyKey)
@@ -42,6 +52,7 @@ public struct PublishRequest: ReflectableMessage {
     writer.write(0x0A, topic)
   }
 
+  @inlinable
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {
     while !reader.isAtEnd {
       let tagStart = reader.offset
@@ -54,15 +65,20 @@ public struct PublishRequest: ReflectableMessage {
     }
   }
 
+  @inlinable
   public var missingRequiredField: String? {
     if requiredFieldsSet & 0b1 == 0 { return "topic" }
     if let path = changes.firstMissingRequiredField { return "changes\(path)" }
     return nil
   }
+}
 
-  public static let fields: [FieldDescriptor<Self>] = [
-    .required(1, "topic", \.topic),
-    .repeated(2, "changes", \.changes),
-    .optional(3, "idempotencyKey", \.idempotencyKey),
-  ]
+extension PublishRequestMessage: FieldRepresentable, ReflectableMessage where Card == TrackerCard {
+  public static var fields: [FieldDescriptor<Self>] {
+    [
+      .required(1, "topic", \.topic),
+      .repeated(2, "changes", \.changes),
+      .optional(3, "idempotencyKey", \.idempotencyKey),
+    ]
+  }
 }

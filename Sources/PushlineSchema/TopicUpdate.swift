@@ -1,9 +1,14 @@
 public import PushlineWire
 
+/// Changes to one topic (`pushline.broker.TopicUpdate`), with their cards decoded: what clients
+/// read.
+public typealias TopicUpdate = TopicUpdateMessage<TrackerCard>
+
 /// What a subscription delivers and what GetCards returns (`pushline.broker.TopicUpdate`):
 /// changes to one topic, after which the client's copy is complete through `throughOffset`.
-public struct TopicUpdate: ReflectableMessage {
-  public static let protoName = "pushline.broker.TopicUpdate"
+/// `Card` is how the message holds its cards: see ``CardRepresentation``.
+public struct TopicUpdateMessage<Card: CardRepresentation>: WireMessage {
+  public static var protoName: String { "pushline.broker.TopicUpdate" }
 
   /// The topic. Required.
   public var topic: String = "" { didSet { requiredFieldsSet |= 0b001 } }
@@ -12,18 +17,20 @@ public struct TopicUpdate: ReflectableMessage {
   /// True when `changes` are the topic's whole state, replacing the client's cards.
   public var snapshot: Bool?
   /// The changes, in increasing offset order.
-  public var changes: [CardChange] = []
+  public var changes: [CardChangeMessage<Card>] = []
   /// The client's position once it has applied the update. Required.
   public var throughOffset: Int64 = 0 { didSet { requiredFieldsSet |= 0b100 } }
   /// The broker's clock when it sent the update, in Unix milliseconds.
   public var serverTimeMillis: Int64?
   public var unknownFields = UnknownFields()
 
-  var requiredFieldsSet: UInt8 = 0
+  @usableFromInline var requiredFieldsSet: UInt8 = 0
 
+  @inlinable
   public init() {}
 
   /// A value with its required fields set.
+  @inlinable
   public init(topic: String, epoch: Int64, throughOffset: Int64) {
     self.topic = topic
     self.epoch = epoch
@@ -32,13 +39,16 @@ public struct TopicUpdate: ReflectableMessage {
   }
 
   /// Whether the update replaces the topic's cards rather than changing some.
+  @inlinable
   public var isSnapshot: Bool { snapshot ?? false }
 
+  @inlinable
   public func encodedSize() -> Int {
     WireSize.field(topic) &+ WireSize.field(epoch) &+ WireSize.field(snapshot) &+ WireSize.field(changes)
       &+ WireSize.field(throughOffset) &+ WireSize.field(serverTimeMillis) &+ unknownFields.encodedSize
   }
 
+  @inlinable
   public func encode(to writer: inout WireWriter) {
     unknownFields.write(to: &writer)
     writer.write(0x30, serverTimeMillis)
@@ -49,6 +59,7 @@ public struct TopicUpdate: ReflectableMessage {
     writer.write(0x0A, topic)
   }
 
+  @inlinable
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {
     while !reader.isAtEnd {
       let tagStart = reader.offset
@@ -64,6 +75,7 @@ public struct TopicUpdate: ReflectableMessage {
     }
   }
 
+  @inlinable
   public var missingRequiredField: String? {
     if requiredFieldsSet & 0b001 == 0 { return "topic" }
     if requiredFieldsSet & 0b010 == 0 { return "epoch" }
@@ -71,13 +83,17 @@ public struct TopicUpdate: ReflectableMessage {
     if let path = changes.firstMissingRequiredField { return "changes\(path)" }
     return nil
   }
+}
 
-  public static let fields: [FieldDescriptor<Self>] = [
-    .required(1, "topic", \.topic),
-    .required(2, "epoch", \.epoch),
-    .optional(3, "snapshot", \.snapshot),
-    .repeated(4, "changes", \.changes),
-    .required(5, "throughOffset", \.throughOffset),
-    .optional(6, "serverTimeMillis", \.serverTimeMillis),
-  ]
+extension TopicUpdateMessage: FieldRepresentable, ReflectableMessage where Card == TrackerCard {
+  public static var fields: [FieldDescriptor<Self>] {
+    [
+      .required(1, "topic", \.topic),
+      .required(2, "epoch", \.epoch),
+      .optional(3, "snapshot", \.snapshot),
+      .repeated(4, "changes", \.changes),
+      .required(5, "throughOffset", \.throughOffset),
+      .optional(6, "serverTimeMillis", \.serverTimeMillis),
+    ]
+  }
 }

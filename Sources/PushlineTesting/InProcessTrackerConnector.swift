@@ -23,7 +23,7 @@ public struct InProcessTrackerConnector: TrackerConnector {
     var broker: Broker
     var principal: Principal
 
-    func cards(in topic: String) async throws -> TopicUpdate { try broker.cards(in: topic, for: principal) }
+    func cards(in topic: String) async throws -> TopicUpdate { try TopicUpdate(decoding: broker.cards(in: topic, for: principal)) }
 
     func updates(from positions: [TopicPosition]) -> AsyncThrowingStream<TopicUpdate, any Error> {
       AsyncThrowingStream { continuation in
@@ -32,7 +32,7 @@ public struct InProcessTrackerConnector: TrackerConnector {
             let subscription = try broker.subscribe(SubscribeRequest(topics: positions), for: principal)
             defer { broker.unsubscribe(subscription) }
             while true {
-              for update in try await broker.nextUpdates(for: subscription) { continuation.yield(update) }
+              for update in try await broker.nextUpdates(for: subscription) { continuation.yield(try TopicUpdate(decoding: update)) }
             }
           } catch {
             continuation.finish(throwing: error)

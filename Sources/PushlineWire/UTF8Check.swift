@@ -23,6 +23,21 @@ enum UTF8Check {
     return true
   }
 
+  /// Whether `bytes` are valid UTF-8, without building a string: ASCII at once, otherwise
+  /// scalar by scalar (overlong forms, surrogates and values past U+10FFFF are invalid).
+  static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    if isASCII(bytes) { return true }
+    var iterator = bytes.makeIterator()
+    var parser = Unicode.UTF8.ForwardParser()
+    while true {
+      switch parser.parseScalar(from: &iterator) {
+      case .valid: continue
+      case .emptyInput: return true
+      case .error: return false
+      }
+    }
+  }
+
   /// Whether `string`'s UTF-8 is exactly `bytes`, which holds only when no repair happened.
   @inlinable
   static func isSame(_ string: String, _ bytes: UnsafeRawBufferPointer) -> Bool {

@@ -28,6 +28,10 @@ public struct WireReader: ~Copyable {
   @inlinable
   public var isAtEnd: Bool { position >= limit }
 
+  /// How many more levels of sub-messages and groups the reader allows: a message kept
+  /// encoded, and checked later on its own, is held to what its reader would have allowed.
+  public var remainingDepth: Int { depthRemaining }
+
   // MARK: Varints and tags
 
   /// Reads a varint of up to ten bytes; an eleventh continuation byte is an error.
@@ -196,15 +200,45 @@ public struct WireReader: ~Copyable {
   /// Reads a length-delimited sub-message occurrence and merges it into `message`.
   @inlinable
   public mutating func readMessage<M: WireMessage>(into message: inout M) throws(WireDecodingError) {
+    try readSubMessage(named: M.protoName) { reader throws(WireDecodingError) in try message.decodeFields(from: &reader) }
+  }
+
+  /// Reads a length-delimited sub-message occurrence with `body`, which reads up to the
+  /// sub-message's end: the reader stops there, one level deeper.
+  ///
+  /// - Parameter name: The sub-message's proto name, for the error when nesting is too deep.
+  @inlinable
+  public mutating func readSubMessage<Result>(
+    named name: @autoclosure () -> String, _ body: (inout WireReader) throws(WireDecodingError) -> Result
+  ) throws(WireDecodingError) -> Result {
     let start = position
     let length = try readLength()
-    guard depthRemaining > 0 else { throw WireDecodingError(.nestingTooDeep, at: start, detail: M.protoName) }
+    guard depthRemaining > 0 else { throw WireDecodingError(.nestingTooDeep, at: start, detail: name()) }
     let outerLimit = limit
     limit = position &+ length
     depthRemaining &-= 1
-    try message.decodeFields(from: &self)
+    let result = try body(&self)
     depthRemaining &+= 1
     limit = outerLimit
+    return result
+  }
+
+  /// The bytes left in the current message, which the reader then stands at the end of: a
+  /// sub-message kept in its encoded form.
+  public mutating func readRemainingBytes() -> UnsafeRawBufferPointer {
+    defer { position = limit }
+    return UnsafeRawBufferPointer(start: base + position, count: limit &- position)
+  }
+
+  /// Skips a string field, checking that it is UTF-8 as ``readString()`` does, without
+  /// building the string.
+  public mutating func skipString() throws(WireDecodingError) {
+    let start = position
+    let length = try readLength()
+    guard UTF8Check.isValid(UnsafeRawBufferPointer(start: base + position, count: length)) else {
+      throw WireDecodingError(.invalidUTF8, at: start)
+    }
+    position &+= length
   }
 
   /// Reads a packed run of varints, calling `element` for each.
@@ -232,8 +266,14 @@ public struct WireReader: ~Copyable {
   public mutating func skipField(tag: UInt32, startingAt tagStart: Int, into unknownFields: inout UnknownFields)
     throws(WireDecodingError)
   {
-    try skipValue(tag: tag, tagStart: tagStart)
+    try skipField(tag: tag, startingAt: tagStart)
     unknownFields.append(UnsafeRawBufferPointer(start: base + tagStart, count: position - tagStart))
+  }
+
+  /// Skips the value of a field, keeping nothing: for a reader that checks an encoding
+  /// rather than decoding it. Throws as ``skipField(tag:startingAt:into:)`` does.
+  public mutating func skipField(tag: UInt32, startingAt tagStart: Int) throws(WireDecodingError) {
+    try skipValue(tag: tag, tagStart: tagStart)
   }
 
   mutating func skipValue(tag: UInt32, tagStart: Int) throws(WireDecodingError) {

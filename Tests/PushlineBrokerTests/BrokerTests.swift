@@ -17,7 +17,7 @@ struct BrokerTests {
 
   /// What the subscription has ready now, without waiting.
   func ready(_ subscription: Subscription, limit: Int = 512) throws -> [TopicUpdate] {
-    try subscription.takeReady(maxChanges: limit, nowMillis: clock.now) ?? []
+    try (subscription.takeReady(maxChanges: limit, nowMillis: clock.now) ?? []).map(TopicUpdate.init(decoding:))
   }
 
   @Test func publishAssignsIncreasingOffsetsAndDeliversThem() async throws {
@@ -214,7 +214,7 @@ struct BrokerTests {
     let answers = Mutex<[Result<PublishResponse, RPCError>]>([])
     for index in 1...3 {
       broker.publish(
-        PublishRequest(topic: "t", changes: [CardChange(upserting: card("c\(index)", 1))]), for: publisher,
+        EncodedPublishRequest(encoding: PublishRequest(topic: "t", changes: [CardChange(upserting: card("c\(index)", 1))])), for: publisher,
         committingOn: executor, completion: Answered { answer in answers.withLock { $0.append(answer) } })
     }
     #expect(executor.queuedCount == 1)
@@ -237,7 +237,8 @@ struct BrokerTests {
     let (answered, answers) = AsyncStream.makeStream(of: (String, Bool).self)
     func publish(_ cardID: String) {
       broker.publish(
-        PublishRequest(topic: "t", changes: [CardChange(upserting: card(cardID, 1))]), for: publisher, committingOn: executor,
+        EncodedPublishRequest(encoding: PublishRequest(topic: "t", changes: [CardChange(upserting: card(cardID, 1))])), for: publisher,
+        committingOn: executor,
         completion: Answered { _ in answers.yield((cardID, executor.isRunningTheCaller)) })
     }
     publish("a")
@@ -285,7 +286,7 @@ struct BrokerTests {
     try await broker.publish("t", [card("a", 1)])
     storage.failing.withLock { $0 = true }
     await #expect(throws: RPCError.self) { try await broker.publish("t", [card("a", 2)]) }
-    #expect(broker.state.withLock { $0.topics["t"]!.records["a"]?.card } == card("a", 1))
+    #expect(try broker.state.withLock { $0.topics["t"]!.records["a"]?.card }?.decoded() == card("a", 1))
     storage.failing.withLock { $0 = false }
     let after = try await broker.publish("t", [card("a", 3)])
     #expect(after.firstOffset == 3)

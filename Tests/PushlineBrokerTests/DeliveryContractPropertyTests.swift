@@ -153,7 +153,7 @@ struct CommitCoalescingTests {
       (0..<count).map { index in
         let id = "c\(random.next() % 5)"
         let card = random.next() % 4 == 0 ? nil : card(id, Int(first) + index)
-        return CardRecord(cardID: id, offset: first + Int64(index), card: card, changedAtMillis: 0)
+        return CardRecord(cardID: id, offset: first + Int64(index), card: card.map(EncodedCard.init), changedAtMillis: 0)
       }
     }
     var oneByOne = OutboundQueue()

@@ -8,14 +8,14 @@ import Testing
 struct OutboundQueueTests {
   /// What is queued, in order: a change of a topic, or a snapshot of one.
   enum Queued {
-    case change(topic: String, CardChange)
-    case snapshot(TopicUpdate)
+    case change(topic: String, EncodedCardChange)
+    case snapshot(EncodedTopicUpdate)
   }
 
   /// The grouping a take promises: a snapshot travels alone; a change joins its topic's last
   /// update of the take unless that is a snapshot, and otherwise opens one.
-  static func expectedUpdates(_ queued: [Queued]) -> [TopicUpdate] {
-    var updates: [TopicUpdate] = []
+  static func expectedUpdates(_ queued: [Queued]) -> [EncodedTopicUpdate] {
+    var updates: [EncodedTopicUpdate] = []
     var open: [String: Int] = [:]
     for entry in queued {
       switch entry {
@@ -27,7 +27,7 @@ struct OutboundQueueTests {
           updates[index].changes.append(change)
         } else {
           open[topic] = updates.count
-          var update = TopicUpdate(topic: topic, epoch: 1, throughOffset: 0)
+          var update = EncodedTopicUpdate(topic: topic, epoch: 1, throughOffset: 0)
           update.changes = [change]
           updates.append(update)
         }
@@ -47,13 +47,13 @@ struct OutboundQueueTests {
     for offset in 1...(1 + Int64(random.next() % 150)) {
       let topic = topics[Int(random.next() % UInt64(topics.count))]
       if random.next() % 10 == 0 {
-        var snapshot = TopicUpdate(topic: topic, epoch: 1, throughOffset: offset)
+        var snapshot = EncodedTopicUpdate(topic: topic, epoch: 1, throughOffset: offset)
         snapshot.snapshot = true
         queue.append(snapshot: snapshot)
         queued.append(.snapshot(snapshot))
       } else {
         // A card of its own per change: nothing is coalesced, so the queue keeps their order.
-        let change = CardChange(upserting: card("c\(offset)", Int(offset)), offset: offset)
+        let change = EncodedCardChange(upserting: EncodedCard(card("c\(offset)", Int(offset))), offset: offset)
         queue.append(change, topic: topic)
         queued.append(.change(topic: topic, change))
       }
@@ -89,7 +89,7 @@ struct OutboundQueueTests {
       let roll = random.next() % 1000
       switch roll {
       case ..<50:
-        var snapshot = TopicUpdate(topic: topic, epoch: 1, throughOffset: offset)
+        var snapshot = EncodedTopicUpdate(topic: topic, epoch: 1, throughOffset: offset)
         snapshot.snapshot = true
         queue.append(snapshot: snapshot)
         model.append(.snapshot(snapshot))
@@ -108,7 +108,7 @@ struct OutboundQueueTests {
         #expect(queue.take(limit: limit) { _ in 1 } == Self.expectedUpdates(taking), "seed \(seed), step \(offset)")
       default:
         let cardID = "c\(random.next() % cards)"
-        let change = CardChange(upserting: card(cardID, Int(offset)), offset: offset)
+        let change = EncodedCardChange(upserting: EncodedCard(card(cardID, Int(offset))), offset: offset)
         let replaced = model.firstIndex { if case .change(topic, let queued) = $0 { queued.cardID == cardID } else { false } }
         if let replaced { model.remove(at: replaced) }
         #expect(queue.append(change, topic: topic) == (replaced != nil))

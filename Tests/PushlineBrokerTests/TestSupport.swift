@@ -33,6 +33,15 @@ struct TopicReplica {
     position = update.throughOffset
   }
 
+  /// Applies an update as the broker sends it, its cards still encoded.
+  mutating func apply(_ update: EncodedTopicUpdate) {
+    do {
+      apply(try TopicUpdate(decoding: update))
+    } catch {
+      violations.append("an update whose cards do not decode: \(error)")
+    }
+  }
+
   var resumePoint: TopicPosition { TopicPosition(topic: "", epoch: epoch, offset: position) }
 }
 

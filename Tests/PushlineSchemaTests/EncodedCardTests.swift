@@ -1,0 +1,90 @@
+@testable import PushlineSchema
+import PushlineTesting
+import PushlineWire
+import Testing
+
+/// A card kept encoded must be judged exactly as a decoded one: the broker accepts and
+/// rejects what a decode would, and forwards the very bytes it was sent.
+@Suite struct EncodedCardTests {
+  /// Decodes `bytes` as a change twice — card decoded and card kept encoded — and expects the
+  /// same verdict: the same error code, or the same card, identifier and expiry.
+  static func expectSameVerdict(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) {
+    let decoded = Result { () throws(WireDecodingError) in try CardChange(serializedBytes: bytes) }
+    let encoded = Result { () throws(WireDecodingError) in try EncodedCardChange(serializedBytes: bytes) }
+    switch (decoded, encoded) {
+    case (.success(let change), .success(let kept)):
+      #expect(kept.cardID == change.cardID, sourceLocation: sourceLocation)
+      #expect(kept.card?.cardID == change.card?.cardID, sourceLocation: sourceLocation)
+      #expect(kept.card?.expiresAt == change.card?.expiresAt, sourceLocation: sourceLocation)
+      // (Compared encoded: a random card may hold a NaN, which is not equal to itself.)
+      #expect((try? kept.card?.decoded())?.serializedBytes() == change.card?.serializedBytes(), sourceLocation: sourceLocation)
+    case (.failure(let error), .failure(let keptError)):
+      #expect(keptError.code == error.code, "\(keptError) vs \(error)", sourceLocation: sourceLocation)
+    case (.success, .failure(let error)):
+      Issue.record("kept encoded, the change is refused (\(error)); decoded, it is accepted", sourceLocation: sourceLocation)
+    case (.failure(let error), .success):
+      Issue.record("kept encoded, the change is accepted; decoded, it is refused (\(error))", sourceLocation: sourceLocation)
+    }
+  }
+
+  @Test func aCardKeptEncodedIsItsExactBytes() throws {
+    var card = TrackerCard(cardID: "earnings/today", priority: 3, isValid: true)
+    card.expiresAt = 1_763_830_800
+    card.payload = TrackerCardPayload()
+    card.payload?.trackerDailyEarningsCard = TrackerDailyEarningsCard(title: "Today — €182")
+    let change = try EncodedCardChange(serializedBytes: CardChange(upserting: card, offset: 7).serializedBytes())
+    let kept = try #require(change.card)
+    #expect(kept.bytes == card.serializedBytes())
+    #expect(kept.cardID == "earnings/today" && kept.expiresAt == 1_763_830_800 && kept.missingRequiredField == nil)
+    #expect(try kept.decoded() == card)
+    // Sent on, it is the same message as the decoded change would encode.
+    #expect(change.serializedBytes() == CardChange(upserting: card, offset: 7).serializedBytes())
+    #expect(EncodedCard(card) == kept)
+  }
+
+  @Test func completeCardsAreCheckedWithoutDecoding() {
+    var generator = RandomMessageGenerator(seed: 0xC4D5)
+    let shape = MessageShape.of(TrackerCard.self)
+    for _ in 0..<500 {
+      let bytes = generator.message(TrackerCard.self).serializedBytes()
+      let certain = bytes.withUnsafeBytes { buffer in
+        var reader = WireReader(buffer, maxDepth: DecodingOptions().maxDepth)
+        return shape.certainlyDecodes(&reader)
+      }
+      #expect(certain)
+    }
+  }
+
+  @Test func anIncompleteSubMessageIsJudgedByTheDecoder() throws {
+    // A daily-earnings payload without its required title: the check cannot be sure (a later
+    // occurrence could complete it), so the decode decides, and names the field.
+    let untitled = WireBytes.requiredCard(id: "c") + WireBytes.lengthDelimited(4, WireBytes.lengthDelimited(2, []))
+    let bytes = WireBytes.string(1, "c") + WireBytes.lengthDelimited(2, untitled)
+    #expect(throws: WireDecodingError.self) { try EncodedCardChange(serializedBytes: bytes) }
+    Self.expectSameVerdict(bytes)
+    // A second occurrence of the card with the title completes it: occurrences merge.
+    let title = WireBytes.lengthDelimited(4, WireBytes.lengthDelimited(2, WireBytes.string(1, "Today")))
+    let split = bytes + WireBytes.lengthDelimited(2, title)
+    let change = try EncodedCardChange(serializedBytes: split)
+    #expect(try change.card?.decoded().payload?.trackerDailyEarningsCard?.title == "Today")
+    Self.expectSameVerdict(split)
+  }
+
+  @Test func randomCardsAndTheirCorruptionsGetTheSameVerdict() {
+    var generator = RandomMessageGenerator(seed: 0x5EED_CA2D)
+    var rng = SplitMix64(seed: 0xF11B)
+    for _ in 0..<400 {
+      let original = CardChange(upserting: generator.message(TrackerCard.self), offset: 1).serializedBytes()
+      Self.expectSameVerdict(original)
+      for _ in 0..<10 {
+        var bytes = original
+        switch Int.random(in: 0..<3, using: &rng) {
+        case 0: bytes[Int.random(in: 0..<bytes.count, using: &rng)] ^= 1 << UInt8.random(in: 0..<8, using: &rng)
+        case 1: bytes.removeLast(Int.random(in: 1...bytes.count, using: &rng))
+        default: bytes[Int.random(in: 0..<bytes.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
+        }
+        Self.expectSameVerdict(bytes)
+      }
+    }
+  }
+}
