@@ -10,8 +10,9 @@ extension Broker {
   /// one (group commit), so durability costs one storage write per burst, not per publish.
   ///
   /// - Throws: INVALID_ARGUMENT for a bad topic name, no or too many changes, a card twice,
-  ///   a card whose cardID differs from its change's; PERMISSION_DENIED when `principal` may
-  ///   not publish there; UNAVAILABLE (retry, with the same idempotency key) when storage failed.
+  ///   a card whose cardID differs from its change's, a card without a required field;
+  ///   PERMISSION_DENIED when `principal` may not publish there; UNAVAILABLE (retry, with the
+  ///   same idempotency key) when storage failed.
   public func publish(_ request: EncodedPublishRequest, for principal: Principal) async throws -> PublishResponse {
     try await withCheckedThrowingContinuation { continuation in
       publish(request, for: principal, completion: continuation)
@@ -121,6 +122,11 @@ extension Broker {
       // (A one-change publish, the common one, needs no set.)
       guard request.changes.count == 1 || seen.insert(change.cardID).inserted else {
         throw RPCError(code: .invalidArgument, message: "changes[\(index)]: card \"\(change.cardID)\" appears twice")
+      }
+      // (A card published over RPC was refused at decoding already; one built in this
+      // process was not.)
+      if let path = change.card?.missingRequiredField {
+        throw RPCError(code: .invalidArgument, message: "changes[\(index)]: the card lacks its required field \(path)")
       }
       if let card = change.card, card.cardID != change.cardID {
         throw RPCError(

@@ -10,7 +10,10 @@ public import PushlineWire
 /// per card, into records, batches and queues — costs one retain.
 public struct EncodedCard: CardRepresentation, @unchecked Sendable {
   // @unchecked: the storage is a ManagedBuffer, never Sendable to the compiler, but written
-  // only while it is made, before any card holds it; a card shares it as it would a value.
+  // only by the card that holds its one reference (being made or decoded), before any other
+  // card shares it; a card shares it as it would a value.
+
+  /// The proto name of the card it holds: `pushline.tracker.TrackerCard`.
   public static let protoName = TrackerCard.protoName
 
   private var storage: Storage
@@ -23,17 +26,25 @@ public struct EncodedCard: CardRepresentation, @unchecked Sendable {
   /// The encoding of `card`.
   public init(_ card: TrackerCard) {
     let bytes = card.serializedBytes()
-    storage = bytes.withUnsafeBytes { bytes in
-      Storage.make(
-        bytes, Header(cardID: card.cardID, expiresAt: card.expiresAt, missingRequiredField: card.missingRequiredField))
-    }
+    var header = Header(cardID: card.cardID, expiresAt: card.expiresAt)
+    // An incomplete card keeps its decoded form, which names what is missing.
+    if card.isInitialized { header.present = .max } else { header.decoded = card }
+    storage = bytes.withUnsafeBytes { Storage.make(copying: $0, header: header) }
   }
 
   /// The card's identifier.
   public var cardID: String { storage.header.cardID }
   /// The second at which clients drop the card.
   public var expiresAt: Int64? { storage.header.expiresAt }
-  public var missingRequiredField: String? { storage.header.missingRequiredField }
+
+  /// The first required field the card lacks, as ``TrackerCard/missingRequiredField`` names
+  /// it; `nil` when it has them all.
+  public var missingRequiredField: String? {
+    if let decoded = storage.header.decoded { return decoded.missingRequiredField }
+    if Self.shape.isComplete(storage.header.present) { return nil }
+    // Only a card without all its top-level fields gets here: decoding it names the first.
+    return (try? decoded())?.missingRequiredField
+  }
 
   /// The card's encoding, copied out.
   public var bytes: [UInt8] { withUnsafeBytes { [UInt8]($0) } }
@@ -43,12 +54,15 @@ public struct EncodedCard: CardRepresentation, @unchecked Sendable {
     try storage.withUnsafeMutablePointerToElements { try body(UnsafeRawBufferPointer(start: $0, count: storage.header.count)) }
   }
 
-  /// The card, decoded.
+  /// The card, decoded (its required fields are not enforced: see ``missingRequiredField``).
   ///
-  /// - Throws: Never for a card that was checked when it was decoded or built from a
-  ///   ``TrackerCard``; the error says what is wrong otherwise.
+  /// - Throws: Never for a card that was decoded (its bytes were checked then) or built from
+  ///   a ``TrackerCard``.
   public func decoded() throws(WireDecodingError) -> TrackerCard {
-    try withUnsafeBytes { bytes in Result { () throws(WireDecodingError) in try TrackerCard(serializedBytes: bytes) } }.get()
+    if let decoded = storage.header.decoded { return decoded }
+    var card = TrackerCard()
+    try withUnsafeBytes { bytes in Result { () throws(WireDecodingError) in try card.merge(serializedBytes: bytes) } }.get()
+    return card
   }
 
   /// Unknown fields stay in the encoding, where they were: this view of them is always empty,
@@ -64,82 +78,99 @@ public struct EncodedCard: CardRepresentation, @unchecked Sendable {
     withUnsafeBytes { writer.writeRaw($0) }
   }
 
-  /// Appends the card's bytes — concatenated encodings decode to the merged card, as protobuf
-  /// merges occurrences — and checks them all: cheaply when every part is complete, by
-  /// decoding the card otherwise, whose verdict and error then stand.
+  /// Appends the occurrence's bytes to the card's — concatenated encodings decode to the
+  /// merged card, as protobuf merges occurrences — and checks them: cheaply when the
+  /// occurrence certainly decodes, by decoding it into the card's decoded form otherwise,
+  /// which then stands for the card (its verdict, its error, its fields). Each occurrence is
+  /// read once, whatever came before it.
   public mutating func decodeFields(from reader: inout WireReader) throws(WireDecodingError) {
-    let depth = reader.remainingDepth
-    // Where this occurrence's bytes start, in the card's bytes and in the input being decoded.
-    let (startInBytes, startInInput) = (storage.header.count, reader.offset)
+    let (depth, start) = (reader.remainingDepth, reader.offset)
     let occurrence = reader.readRemainingBytes()
-    let merged = storage.header.count == 0 ? Storage.make(occurrence, Header()) : concatenated(with: occurrence)
-    let checked = merged.withUnsafeMutablePointerToElements { elements in
-      var checker = WireReader(UnsafeRawBufferPointer(start: elements, count: merged.header.count), maxDepth: depth)
-      return Self.shape.certainlyDecodes(&checker)
+    guard !occurrence.isEmpty else { return }  // merging nothing changes nothing
+    let startInBytes = storage.header.count
+    append(occurrence)
+    if storage.header.decoded == nil {
+      var checker = WireReader(occurrence, maxDepth: depth)
+      if let present = Self.shape.requiredFieldsPresent(in: &checker) {
+        storage.header.present |= present
+        return readKeyFields(of: occurrence)
+      }
     }
     do {
-      merged.header = checked ? Self.keyFields(of: merged) : try Self.decodeToCheck(merged, depth: depth)
+      try decodeUncertain(occurrence, startInBytes: startInBytes, depth: depth)
     } catch {
-      // The offset, from the start of the card's bytes, into the input (an earlier
-      // occurrence's bytes are elsewhere in it: their errors point at this one's start).
       var moved = error
-      moved.offset = startInInput + max(0, error.offset - startInBytes)
+      moved.offset += start
       throw moved
     }
-    storage = merged
   }
 
-  /// The card's bytes followed by `occurrence`'s, in a new allocation.
-  private func concatenated(with occurrence: UnsafeRawBufferPointer) -> Storage {
-    withUnsafeBytes { bytes in
-      var joined = [UInt8](bytes)
-      joined.append(contentsOf: occurrence)
-      return joined.withUnsafeBytes { Storage.make($0, Header()) }
+  /// Merges `occurrence` into the card's decoded form, decoding the bytes before it first if
+  /// the card has none yet. Errors are at offsets into `occurrence`.
+  private mutating func decodeUncertain(_ occurrence: UnsafeRawBufferPointer, startInBytes: Int, depth: Int) throws(WireDecodingError) {
+    var card: TrackerCard
+    if let decoded = storage.header.decoded {
+      card = decoded
+    } else {
+      // The occurrences before this one were checked: they decode without error.
+      card = TrackerCard()
+      storage.withUnsafeMutablePointerToElements { elements in
+        var reader = WireReader(UnsafeRawBufferPointer(start: elements, count: startInBytes), maxDepth: depth)
+        try? card.decodeFields(from: &reader)
+      }
+    }
+    var reader = WireReader(occurrence, maxDepth: depth)
+    try card.decodeFields(from: &reader)
+    storage.header.cardID = card.cardID
+    storage.header.expiresAt = card.expiresAt
+    storage.header.decoded = card
+  }
+
+  /// Appends `bytes` to the card's, in place when the storage is this card's alone and has
+  /// room; otherwise in a new storage, with room to spare if the card already had bytes (a
+  /// card sent in many occurrences is copied a logarithmic number of times, not once each).
+  private mutating func append(_ bytes: UnsafeRawBufferPointer) {
+    let count = storage.header.count
+    if isKnownUniquelyReferenced(&storage), storage.header.capacity - count >= bytes.count {
+      storage.withUnsafeMutablePointerToElements { elements in
+        (elements + count).initialize(from: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+      }
+      storage.header.count += bytes.count
+      return
+    }
+    let capacity = count == 0 ? bytes.count : max(count + bytes.count, 2 * count)
+    let grown = Storage.make(capacity: capacity, header: storage.header)
+    grown.withUnsafeMutablePointerToElements { elements in
+      storage.withUnsafeMutablePointerToElements { elements.initialize(from: $0, count: count) }
+      (elements + count).initialize(from: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+    }
+    grown.header.count = count + bytes.count
+    storage = grown
+  }
+
+  /// Takes ``cardID`` and ``expiresAt`` from a checked occurrence that sets them (the last
+  /// occurrence of each wins, as in a decode).
+  private mutating func readKeyFields(of occurrence: UnsafeRawBufferPointer) {
+    var reader = WireReader(occurrence, maxDepth: .max)
+    do throws(WireDecodingError) {
+      while !reader.isAtEnd {
+        let tagStart = reader.offset
+        switch try reader.readTag() {
+        case 0x0A: storage.header.cardID = try reader.readString()
+        case 0x30: storage.header.expiresAt = try reader.readInt64()
+        case let tag: try reader.skipField(tag: tag, startingAt: tagStart)
+        }
+      }
+    } catch {
+      // Not reached: the occurrence was checked before.
     }
   }
 
   /// The shape every card is checked against.
   private static let shape = MessageShape.of(TrackerCard.self)
 
-  /// The storage of every empty card (immutable, as every storage: see the type's note).
-  nonisolated(unsafe) private static let empty = Storage.make(UnsafeRawBufferPointer(start: nil, count: 0), Header())
-
-  /// The fields read from `storage`'s checked bytes (the last occurrence of each wins, as in
-  /// a decode).
-  private static func keyFields(of storage: Storage) -> Header {
-    var header = Header(count: storage.header.count, missingRequiredField: nil)
-    storage.withUnsafeMutablePointerToElements { elements in
-      var reader = WireReader(UnsafeRawBufferPointer(start: elements, count: header.count), maxDepth: .max)
-      do throws(WireDecodingError) {
-        while !reader.isAtEnd {
-          let tagStart = reader.offset
-          switch try reader.readTag() {
-          case 0x0A: header.cardID = try reader.readString()
-          case 0x30: header.expiresAt = try reader.readInt64()
-          case let tag: try reader.skipField(tag: tag, startingAt: tagStart)
-          }
-        }
-      } catch {
-        // Not reached: the bytes were checked before.
-      }
-    }
-    return header
-  }
-
-  /// Decodes the card in `storage` to learn what the cheap check could not tell: whether its
-  /// bytes are malformed (thrown) or incomplete.
-  private static func decodeToCheck(_ storage: Storage, depth: Int) throws(WireDecodingError) -> Header {
-    let count = storage.header.count
-    let card = try storage.withUnsafeMutablePointerToElements { elements in
-      Result { () throws(WireDecodingError) -> TrackerCard in
-        var card = TrackerCard()
-        var reader = WireReader(UnsafeRawBufferPointer(start: elements, count: count), maxDepth: depth)
-        try card.decodeFields(from: &reader)
-        return card
-      }
-    }.get()
-    return Header(count: count, cardID: card.cardID, expiresAt: card.expiresAt, missingRequiredField: card.missingRequiredField)
-  }
+  /// The storage of every empty card (immutable, as every shared storage: see the type's note).
+  nonisolated(unsafe) private static let empty = Storage.make(capacity: 0, header: Header())
 
   public static func == (lhs: Self, rhs: Self) -> Bool {
     lhs.storage === rhs.storage || lhs.withUnsafeBytes { left in rhs.withUnsafeBytes { left.elementsEqual($0) } }
@@ -149,21 +180,33 @@ public struct EncodedCard: CardRepresentation, @unchecked Sendable {
 
   /// What is kept with the bytes.
   private struct Header {
-    /// How many bytes the encoding has.
+    /// How many bytes the encoding has, and how many the storage has room for.
     var count = 0
+    var capacity = 0
     var cardID = ""
     var expiresAt: Int64?
-    var missingRequiredField: String? = "cardID"
+    /// The top-level required fields the checked occurrences set (see ``MessageShape``).
+    var present: UInt64 = 0
+    /// The card decoded, once an occurrence could not be checked cheaply (or a card built
+    /// incomplete): then it, not ``present``, says which required field is missing.
+    var decoded: TrackerCard?
   }
 
-  /// The header and the bytes in one allocation, written only while being made.
+  /// The header and the bytes in one allocation.
   private final class Storage: ManagedBuffer<Header, UInt8> {
-    static func make(_ bytes: UnsafeRawBufferPointer, _ header: Header) -> Storage {
-      let storage = unsafeDowncast(create(minimumCapacity: bytes.count) { _ in header }, to: Storage.self)
-      storage.header.count = bytes.count
+    static func make(capacity: Int, header: Header) -> Storage {
+      let storage = unsafeDowncast(create(minimumCapacity: capacity) { _ in header }, to: Storage.self)
+      storage.header.count = 0
+      storage.header.capacity = capacity
+      return storage
+    }
+
+    static func make(copying bytes: UnsafeRawBufferPointer, header: Header) -> Storage {
+      let storage = make(capacity: bytes.count, header: header)
       storage.withUnsafeMutablePointerToElements { elements in
         if let base = bytes.baseAddress { elements.initialize(from: base.assumingMemoryBound(to: UInt8.self), count: bytes.count) }
       }
+      storage.header.count = bytes.count
       return storage
     }
   }

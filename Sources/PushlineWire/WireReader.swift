@@ -204,7 +204,8 @@ public struct WireReader: ~Copyable {
   }
 
   /// Reads a length-delimited sub-message occurrence with `body`, which reads up to the
-  /// sub-message's end: the reader stops there, one level deeper.
+  /// sub-message's end: the reader stops there, one level deeper. What `body` leaves unread
+  /// is skipped.
   ///
   /// - Parameter name: The sub-message's proto name, for the error when nesting is too deep.
   @inlinable
@@ -219,6 +220,7 @@ public struct WireReader: ~Copyable {
     depthRemaining &-= 1
     let result = try body(&self)
     depthRemaining &+= 1
+    position = limit
     limit = outerLimit
     return result
   }

@@ -298,6 +298,9 @@ struct BrokerTests {
     (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a", 1)), CardChange(removing: "a")]), .invalidArgument),
     (PublishRequest(topic: "t", changes: [{ var change = CardChange(upserting: card("a", 1)); change.cardID = "b"; return change }()]),
       .invalidArgument),
+    // A card built in this process without its required priority and isValid.
+    (PublishRequest(topic: "t", changes: [{ var card = TrackerCard(); card.cardID = "a"; return CardChange(upserting: card) }()]),
+      .invalidArgument),
   ])
   func badPublishesAreRefused(_ request: PublishRequest, code: StatusCode) async throws {
     let broker = try await makeBroker()

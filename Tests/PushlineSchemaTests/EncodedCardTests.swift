@@ -70,6 +70,60 @@ import Testing
     Self.expectSameVerdict(split)
   }
 
+  /// The check's promise, for every message of the schema: when it says an encoding
+  /// certainly decodes, the decoder accepts it, required fields included.
+  @Test func whatTheCheckAcceptsEveryDecoderAccepts() {
+    func check<Message: ReflectableMessage>(_ type: Message.Type, _ generator: inout RandomMessageGenerator, _ rng: inout SplitMix64) {
+      let shape = MessageShape.of(Message.self)
+      for _ in 0..<40 {
+        let original = generator.message(Message.self).serializedBytes()
+        for corruption in 0..<25 {
+          var bytes = original
+          if corruption > 0, !bytes.isEmpty {
+            bytes[Int.random(in: 0..<bytes.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
+          }
+          let certain = bytes.withUnsafeBytes { buffer in
+            var reader = WireReader(buffer, maxDepth: DecodingOptions().maxDepth)
+            return shape.certainlyDecodes(&reader)
+          }
+          if certain {
+            #expect(throws: Never.self, "\(Message.self): \(bytes)") { try Message(serializedBytes: bytes) }
+          }
+        }
+      }
+    }
+    var generator = RandomMessageGenerator(seed: 0x5A7E)
+    var rng = SplitMix64(seed: 0xBADB17)
+    for type in MessageRegistry.all { check(type, &generator, &rng) }
+  }
+
+  @Test func anUndefinedNumberDoesNotSetARequiredEnum() {
+    // AnswerValue's dataType is a required closed enum; 0x63 is no DataType, so the decoder
+    // keeps it as an unknown field and the message lacks dataType.
+    let bytes = WireBytes.varintField(1, 0x63)
+    #expect(throws: WireDecodingError.self) { try AnswerValue(serializedBytes: bytes) }
+    let certain = bytes.withUnsafeBytes { buffer in
+      var reader = WireReader(buffer, maxDepth: 8)
+      return MessageShape.of(AnswerValue.self).certainlyDecodes(&reader)
+    }
+    #expect(!certain)
+  }
+
+  @Test func aCardInManyOccurrencesMergesAsTheDecoderDoes() throws {
+    // The card field again and again in one change: each occurrence merges into the card
+    // (here each sets cardType, then a last one the payload), read once each.
+    var bytes = WireBytes.string(1, "c") + WireBytes.lengthDelimited(2, WireBytes.requiredCard(id: "c"))
+    for index in 0..<2_000 {
+      bytes += WireBytes.lengthDelimited(2, WireBytes.varintField(5, UInt64(index % 3)))
+      bytes += [0x12, 0x00]  // an empty occurrence
+    }
+    bytes += WireBytes.lengthDelimited(2, WireBytes.varintField(6, 1_763_830_800))
+    Self.expectSameVerdict(bytes)
+    let change = try EncodedCardChange(serializedBytes: bytes)
+    #expect(change.card?.expiresAt == 1_763_830_800)
+    #expect(try change.card?.decoded() == CardChange(serializedBytes: bytes).card)
+  }
+
   @Test func randomCardsAndTheirCorruptionsGetTheSameVerdict() {
     var generator = RandomMessageGenerator(seed: 0x5EED_CA2D)
     var rng = SplitMix64(seed: 0xF11B)
