@@ -89,6 +89,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private var calls: [UInt32: Call] = [:]
   /// Set while the handler is in an active channel's pipeline.
   private var context: ChannelHandlerContext?
+  /// The channel's writability as its last change said (NIO reports each change on the loop,
+  /// as the write or flush that makes it happens): read at every response written, where asking
+  /// the channel would go through its pipeline and an atomic each time.
+  private var channelIsWritable = true
   private var output: FlushCoalescer?
   private var executor: EventLoopTaskExecutor?
   /// Made at the first completing call: most connections (a subscriber's) never need one.
@@ -145,6 +149,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
   func handlerAdded(context: ChannelHandlerContext) {
     self.context = context
+    channelIsWritable = context.channel.isWritable
     output = FlushCoalescer(context: context)
     executor = EventLoopTaskExecutor(context.eventLoop)
     if pumps == nil { pumps = PumpScheduler.pumps(on: context.eventLoop) }
@@ -185,7 +190,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   }
 
   func channelWritabilityChanged(context: ChannelHandlerContext) {
-    if context.channel.isWritable { resumeWriters() }
+    channelIsWritable = context.channel.isWritable
+    if channelIsWritable { resumeWriters() }
     context.fireChannelWritabilityChanged()
   }
 
@@ -209,27 +215,27 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
   /// Writes a response message of `callID` (already compressed if `compressed`).
   func send(_ message: [UInt8], compressed: Bool, callID: UInt32) -> SendOutcome {
-    guard let context, let output else { return .callOver }
+    guard let output else { return .callOver }
     guard machine.write(message, compressed: compressed, callID: callID, to: { output.write(wrapOutboundOut($0)) }) else { return .callOver }
-    guard !context.channel.isWritable else { return .sent }
+    guard !channelIsWritable else { return .sent }
     output.flush()
-    return context.channel.isWritable ? .sentAndFlushed : .sentMustWait
+    return channelIsWritable ? .sentAndFlushed : .sentMustWait
   }
 
   /// Resumes `writer` once the channel is writable, or throws CANCELLED when the call ends first.
   func waitUntilWritable(callID: UInt32, _ writer: CheckedContinuation<Void, any Error>) {
-    guard let context, hasCall(callID) else { return writer.resume(throwing: CallResponder.callOver) }
-    guard !context.channel.isWritable else { return writer.resume() }
+    guard context != nil, hasCall(callID) else { return writer.resume(throwing: CallResponder.callOver) }
+    guard !channelIsWritable else { return writer.resume() }
     calls.changeValue(forKey: callID) { $0.writer = writer }
   }
 
   /// Whether the channel takes more bytes now.
-  var isWritable: Bool { context?.channel.isWritable ?? false }
+  var isWritable: Bool { context != nil && channelIsWritable }
 
   /// Wakes `pump` once the channel is writable again (at once if it already is).
   func wakeWhenWritable(callID: UInt32, _ pump: CallPump) {
-    guard let context, hasCall(callID) else { return }
-    guard !context.channel.isWritable else { return pump.wake() }
+    guard context != nil, hasCall(callID) else { return }
+    guard !channelIsWritable else { return pump.wake() }
     calls.changeValue(forKey: callID) { $0.pumpAwaitsWritable = true }
   }
 

@@ -152,7 +152,10 @@ struct ServerConnectionHandlerTests {
   @Test func aStreamingWriterWaitsWhileTheChannelIsNotWritable() throws {
     let written = WriteCount()
     let (channel, _) = try Self.channel(written: written)
+    // A channel tells its pipeline of each change (a socket channel as the write or flush
+    // that makes it happens); an embedded one is told by hand.
     channel.isWritable = false
+    channel.pipeline.fireChannelWritabilityChanged()
     for element in Self.call(1, Self.stream, value: "5") { try channel.writeInbound(element) }
     channel.embeddedEventLoop.run()
     // The first response is written, and its write waits for the channel.
