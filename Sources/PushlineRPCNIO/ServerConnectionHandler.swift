@@ -89,10 +89,6 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private var calls: [UInt32: Call] = [:]
   /// Set while the handler is in an active channel's pipeline.
   private var context: ChannelHandlerContext?
-  /// The channel's writability as its last change said (NIO reports each change on the loop,
-  /// as the write or flush that makes it happens): read at every response written, where asking
-  /// the channel would go through its pipeline and an atomic each time.
-  private var channelIsWritable = true
   private var output: FlushCoalescer?
   private var executor: EventLoopTaskExecutor?
   /// Made at the first completing call: most connections (a subscriber's) never need one.
@@ -101,6 +97,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private var graceTimer: Scheduled<Void>?
   /// Set once the shutdown's GOAWAY is sent.
   private var isGoingAway = false
+  /// The channel's writability as its last change said (NIO reports each change on the loop,
+  /// as the write or flush that makes it happens): read at every response written, where asking
+  /// the channel would go through its pipeline and an atomic each time.
+  private var channelIsWritable = true
 
   /// A handler serving `router`'s methods under `configuration`; on shutdown, calls in
   /// progress get `gracePeriod` to finish. With a `refusal`, it answers the handshake with a
