@@ -102,7 +102,7 @@ public final class SQLiteBrokerStorage: BrokerStorage {
       for topic in batch.topics {
         try advance.execute(arguments: [topic.topic, topic.epoch, topic.topOffset])
         for record in topic.records {
-          let blob = record.card.map { Data($0.bytes) }
+          let blob = record.card.map { $0.withUnsafeBytes { Data($0) } }
           try upsert.execute(arguments: [topic.topic, record.cardID, record.offset, blob, record.changedAtMillis])
         }
       }
