@@ -1,6 +1,7 @@
 @testable import PushlineBroker
 import PushlineRPC
 import PushlineSchema
+import PushlineWire
 import Synchronization
 import PushlineTesting
 import Testing
@@ -307,6 +308,25 @@ struct BrokerTests {
     await expectStatus(code) { try await broker.publish(request, for: publisher) }
     #expect(broker.intake.withLock { $0.pending.isEmpty })
     #expect(broker.state.withLock { $0.topics.values.allSatisfy { $0.topOffset == 0 } })
+  }
+
+  @Test func aCardIsForwardedAsItsPublisherEncodedIt() async throws {
+    // Not canonical: isValid before priority, the card ID last, a padded varint and an
+    // unknown field in between. Subscribers and GetCards get these very bytes.
+    let card: [UInt8] =
+      [0x18, 0x81, 0x00] + [0x11] + withUnsafeBytes(of: Double(2).bitPattern.littleEndian, Array.init)
+      + [0xF8, 0x01, 0x07] + [0x0A, 0x01, 0x61]
+    let change: [UInt8] = [0x0A, 0x01, 0x61, 0x12, UInt8(card.count)] + card
+    let request = try EncodedPublishRequest(serializedBytes: [0x0A, 0x01, 0x74, 0x12, UInt8(change.count)] + change)
+    let broker = try await makeBroker()
+    let subscription = try broker.subscribe("t")
+    _ = try await broker.publish(request, for: publisher)
+    #expect(try broker.cards(in: "t", for: reader).changes.map { $0.card?.bytes } == [card])
+    let delivered = try subscription.takeReady(maxChanges: 16, nowMillis: clock.now) ?? []
+    #expect(delivered.flatMap(\.changes).compactMap { $0.card?.bytes }.last == card)
+    var expected = TrackerCard(cardID: "a", priority: 2, isValid: true)
+    expected.unknownFields = UnknownFields(bytes: [0xF8, 0x01, 0x07])
+    #expect(try delivered.last?.changes.last?.card?.decoded() == expected)
   }
 
   @Test func rolesAndTopicClaimsAreEnforced() async throws {
