@@ -124,6 +124,31 @@ import Testing
     #expect(try change.card?.decoded() == CardChange(serializedBytes: bytes).card)
   }
 
+  /// The broker's decoding of publishes is total: random bytes and corrupted publishes give a
+  /// typed error inside the input, or a publish that encodes to bytes decoding to itself.
+  @Test func decodingAPublishWithItsCardsEncodedIsTotal() {
+    var generator = RandomMessageGenerator(seed: 0x70_7A1)
+    var rng = SplitMix64(seed: 0xD1CE)
+    func expectTotal(_ bytes: [UInt8]) {
+      do {
+        let request = try EncodedPublishRequest(serializedBytes: bytes)
+        #expect(try EncodedPublishRequest(serializedBytes: request.serializedBytes()) == request)
+      } catch {
+        #expect(error.offset >= 0 && error.offset <= bytes.count)
+      }
+    }
+    for _ in 0..<200 {
+      let valid = generator.message(PublishRequest.self).serializedBytes()
+      expectTotal(valid)
+      for _ in 0..<10 where !valid.isEmpty {
+        var bytes = valid
+        bytes[Int.random(in: 0..<bytes.count, using: &rng)] ^= 1 << UInt8.random(in: 0..<8, using: &rng)
+        expectTotal(bytes)
+      }
+      expectTotal((0..<Int.random(in: 0...64, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) })
+    }
+  }
+
   @Test func randomCardsAndTheirCorruptionsGetTheSameVerdict() {
     var generator = RandomMessageGenerator(seed: 0x5EED_CA2D)
     var rng = SplitMix64(seed: 0xF11B)
