@@ -122,7 +122,12 @@ public struct ClientConnectionStateMachine: Sendable {
 
   /// Handles a preface or frame from the server.
   public mutating func received(_ element: ConnectionElement) -> [Action] {
-    if case .message = element, let frame = element.frame { return received(.frame(frame)) }
+    switch element {
+    case .message, .encodedFrames:
+      return element.frames.flatMap { received(.frame($0)) }
+    case .preface, .frame:
+      break
+    }
     // The common case first, outside the switch: a switch over `(state, element)` would hold a
     // copy of the open state, and changing it in place would then copy its tables.
     if case .open = state, case .frame(let frame) = element {
@@ -160,7 +165,7 @@ public struct ClientConnectionStateMachine: Sendable {
       return violation("expected the server's handshake")
     case (.open(let open), .preface):
       return violation("a second preface", open: open)
-    case (.open, .frame), (.open, .message):
+    case (.open, .frame), (.open, .message), (.open, .encodedFrames):
       return []  // handled above
     }
   }

@@ -49,13 +49,25 @@ public struct FrameHeader: Hashable, Sendable {
     callID = rawCallID
   }
 
+  /// Appends the header's nine bytes to `bytes` (a burst of frames gathered in one buffer).
+  @inlinable
+  public func append(to bytes: inout [UInt8]) {
+    bytes.append(UInt8(truncatingIfNeeded: payloadLength >> 16))
+    bytes.append(UInt8(truncatingIfNeeded: payloadLength >> 8))
+    bytes.append(UInt8(truncatingIfNeeded: payloadLength))
+    bytes.append(kind.rawValue)
+    bytes.append(flags)
+    bytes.append(UInt8(truncatingIfNeeded: callID >> 24))
+    bytes.append(UInt8(truncatingIfNeeded: callID >> 16))
+    bytes.append(UInt8(truncatingIfNeeded: callID >> 8))
+    bytes.append(UInt8(truncatingIfNeeded: callID))
+  }
+
   /// The header's nine bytes.
   public var bytes: [UInt8] {
-    [
-      UInt8(truncatingIfNeeded: payloadLength >> 16), UInt8(truncatingIfNeeded: payloadLength >> 8),
-      UInt8(truncatingIfNeeded: payloadLength), kind.rawValue, flags,
-      UInt8(truncatingIfNeeded: callID >> 24), UInt8(truncatingIfNeeded: callID >> 16),
-      UInt8(truncatingIfNeeded: callID >> 8), UInt8(truncatingIfNeeded: callID),
-    ]
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(Self.size)
+    append(to: &bytes)
+    return bytes
   }
 }

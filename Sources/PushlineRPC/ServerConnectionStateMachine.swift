@@ -206,8 +206,12 @@ public struct ServerConnectionStateMachine: Sendable {
   public mutating func received(
     _ element: ConnectionElement, serverTimeMillis: @autoclosure () -> Int64, into actions: inout [Action]
   ) {
-    if case .message = element, let frame = element.frame {
-      return received(.frame(frame), serverTimeMillis: serverTimeMillis(), into: &actions)
+    switch element {
+    case .message, .encodedFrames:
+      for frame in element.frames { received(.frame(frame), serverTimeMillis: serverTimeMillis(), into: &actions) }
+      return
+    case .preface, .frame:
+      break
     }
     // The common case first, outside the switch: a switch over `(state, element)` would hold a
     // copy of the open state, and changing it in place would then copy its tables.
@@ -232,7 +236,7 @@ public struct ServerConnectionStateMachine: Sendable {
       guard preface.version >= 1 else { return violation(.failedPrecondition, "protocol version 0", sendPreface: true) }
       state = .awaitingHello
       return []
-    case (.awaitingPreface, .frame), (.awaitingPreface, .message):
+    case (.awaitingPreface, .frame), (.awaitingPreface, .message), (.awaitingPreface, .encodedFrames):
       return violation(.internal, "a frame before the preface", sendPreface: true)
     case (.awaitingHello, .frame(let frame)) where frame.kind == .handshake:
       return handshake(frame, serverTimeMillis: serverTimeMillis())
@@ -242,7 +246,7 @@ public struct ServerConnectionStateMachine: Sendable {
       return violation(.internal, "expected the client's handshake", sendPreface: true)
     case (.open(let open), .preface):
       return violation(.internal, "a second preface", open: open)
-    case (.open, .frame), (.open, .message):
+    case (.open, .frame), (.open, .message), (.open, .encodedFrames):
       return []  // handled above
     }
   }

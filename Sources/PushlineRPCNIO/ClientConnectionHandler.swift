@@ -250,7 +250,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     for action in actions {
       switch action {
       case .write(let elements):
-        for element in elements { output?.write(wrapOutboundOut(element)) }
+        for element in elements { output?.write(element) }
       case .connectionReady(let settled):
         server = settled
         ready.succeed(settled)
@@ -264,7 +264,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         closedReason = RPCError(
           code: .unavailable, message: goAway.message ?? "the server went away", retryAfterMillis: goAway.retryAfterMillis)
       case .close(let elements):
-        output?.close(after: elements.map(wrapOutboundOut))
+        output?.close(after: elements)
         shutDown()
       }
     }

@@ -1,6 +1,8 @@
 import NIOCore
+import PushlineRPC
 
-/// Writes a connection handler's frames without flushing each one, and flushes once per burst.
+/// Writes a connection handler's frames without flushing each one, and flushes once per burst;
+/// the burst's frames go down the pipeline gathered, already encoded.
 ///
 /// A flush is a system call, so its count, not the frames', decides what a busy connection
 /// costs. Writes made while the handler is reading (answers to the frames read) are flushed
@@ -10,21 +12,36 @@ import NIOCore
 /// one turn of the loop leave in one flush. ``flush()`` flushes at once (a streaming writer
 /// whose writes filled the channel's buffer).
 ///
+/// A frame is not handed to the pipeline on its own: going through each handler costs more
+/// than its bytes do (a publisher's answers, a subscriber's updates are a few dozen to a few
+/// hundred bytes each). It is appended to one buffer, which goes down as one
+/// ``ConnectionElement/encodedFrames(_:)`` before any other element, at the flush, and
+/// whenever it reaches ``FrameEncodingHandler/batchLimit`` bytes — so the channel's
+/// writability still sees a busy connection's bytes. The buffer is let go of at each flush: an
+/// idle connection keeps none.
+///
 /// Used only on the event loop of the channel whose context it holds.
 final class FlushCoalescer {
   private let context: ChannelHandlerContext
   private var isReading = false
   private var hasUnflushedWrites = false
   private var isFlushScheduled = false
+  /// The frames written since the last element went down the pipeline.
+  private var gathered: [UInt8] = []
 
   /// A coalescer writing through `context`.
   init(context: ChannelHandlerContext) {
     self.context = context
   }
 
-  /// Writes `data` without flushing it; the flush follows by the end of the burst.
-  func write(_ data: NIOAny, promise: EventLoopPromise<Void>? = nil) {
-    context.write(data, promise: promise)
+  /// Writes `element` without flushing it; the flush follows by the end of the burst.
+  func write(_ element: ConnectionElement, promise: EventLoopPromise<Void>? = nil) {
+    if promise != nil || !gather(element) {
+      writeGathered()
+      context.write(NIOAny(element), promise: promise)
+    } else if gathered.count >= FrameEncodingHandler.batchLimit {
+      writeGathered()
+    }
     hasUnflushedWrites = true
     guard !isReading, !isFlushScheduled else { return }
     isFlushScheduled = true
@@ -46,7 +63,7 @@ final class FlushCoalescer {
     flush()
   }
 
-  /// Runs `writes` as one burst (a stream's responses pulled together): what they write leaves
+  /// Runs `writes` (a stream's responses pulled together) as one burst: what they write leaves
   /// in one flush when they are done, or with the read burst they run in.
   func burst(_ writes: () -> Void) {
     let wasReading = isReading
@@ -56,12 +73,12 @@ final class FlushCoalescer {
     if !wasReading { flush() }
   }
 
-  /// Writes `data`, flushes, and closes the channel once the last of it is written (a GOAWAY
-  /// that must reach the peer before the close).
-  func close(after data: [NIOAny]) {
+  /// Writes `elements`, flushes, and closes the channel once the last of them is written (a
+  /// GOAWAY that must reach the peer before the close).
+  func close(after elements: [ConnectionElement]) {
     let channel = context.channel
-    guard let last = data.last else { return channel.close(promise: nil) }
-    for element in data.dropLast() { write(element) }
+    guard let last = elements.last else { return channel.close(promise: nil) }
+    for element in elements.dropLast() { write(element) }
     let written = context.eventLoop.makePromise(of: Void.self)
     write(last, promise: written)
     flush()
@@ -72,7 +89,36 @@ final class FlushCoalescer {
   func flush() {
     guard hasUnflushedWrites else { return }
     hasUnflushedWrites = false
+    writeGathered()
+    gathered = []
     context.flush()
+  }
+
+  /// Appends the frames of `element` to the gathered ones, unless it is a preface or a frame of
+  /// ``FrameEncodingHandler/batchLimit`` bytes or more (which goes down on its own, not copied
+  /// twice).
+  private func gather(_ element: ConnectionElement) -> Bool {
+    switch element {
+    case .message(let callID, let compressed, let bytes) where bytes.count < FrameEncodingHandler.batchLimit:
+      FrameHeader(payloadLength: 1 + bytes.count, kind: .message, callID: callID).append(to: &gathered)
+      gathered.append(compressed ? 1 : 0)
+      gathered.append(contentsOf: bytes)
+    case .frame(let frame) where frame.payload.count < FrameEncodingHandler.batchLimit:
+      frame.header.append(to: &gathered)
+      gathered.append(contentsOf: frame.payload)
+    case .encodedFrames(let bytes) where bytes.count < FrameEncodingHandler.batchLimit:
+      gathered.append(contentsOf: bytes)
+    case .preface, .message, .frame, .encodedFrames:
+      return false
+    }
+    return true
+  }
+
+  /// Hands the gathered frames down the pipeline, keeping the buffer for the burst's next ones.
+  private func writeGathered() {
+    guard !gathered.isEmpty else { return }
+    context.write(NIOAny(ConnectionElement.encodedFrames(gathered)), promise: nil)
+    gathered.removeAll(keepingCapacity: true)
   }
 }
 

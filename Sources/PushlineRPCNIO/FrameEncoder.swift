@@ -19,6 +19,8 @@ public struct FrameEncoder: MessageToByteEncoder {
       write(FrameHeader(payloadLength: 1 + bytes.count, kind: .message, flags: 0, callID: callID), to: &out)
       out.writeInteger(compressed ? 1 : 0 as UInt8)
       out.writeBytes(bytes)
+    case .encodedFrames(let bytes):
+      out.writeBytes(bytes)
     }
   }
 

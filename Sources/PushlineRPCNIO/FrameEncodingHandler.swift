@@ -28,6 +28,7 @@ final class FrameEncodingHandler: ChannelOutboundHandler {
     case .preface: size = ConnectionPreface.size
     case .frame(let frame): size = FrameHeader.size + frame.payload.count
     case .message(_, _, let bytes): size = FrameHeader.size + 1 + bytes.count
+    case .encodedFrames(let bytes): size = bytes.count
     }
     guard size < Self.batchLimit else {
       writePending(context: context)

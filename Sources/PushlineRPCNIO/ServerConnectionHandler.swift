@@ -216,7 +216,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// Writes a response message of `callID` (already compressed if `compressed`).
   func send(_ message: [UInt8], compressed: Bool, callID: UInt32) -> SendOutcome {
     guard let output else { return .callOver }
-    guard machine.write(message, compressed: compressed, callID: callID, to: { output.write(wrapOutboundOut($0)) }) else { return .callOver }
+    guard machine.write(message, compressed: compressed, callID: callID, to: { output.write($0) }) else { return .callOver }
     guard !channelIsWritable else { return .sent }
     output.flush()
     return channelIsWritable ? .sentAndFlushed : .sentMustWait
@@ -296,9 +296,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     call?.deadline?.cancel()
     if let (frame, closes) = machine.endCall(callID: callID, status: status) {
       if closes {
-        output?.close(after: [wrapOutboundOut(.frame(frame))])
+        output?.close(after: [.frame(frame)])
       } else {
-        output?.write(wrapOutboundOut(.frame(frame)))
+        output?.write(.frame(frame))
       }
     }
     call?.pump?.streamEnded()
@@ -310,7 +310,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     for action in actions {
       switch action {
       case .write(let elements):
-        for element in elements { output?.write(wrapOutboundOut(element)) }
+        for element in elements { output?.write(element) }
       case .connectionReady(let ready):
         peer = ready
       case .startCall(let callID, let start):
@@ -325,7 +325,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
       case .pongReceived:
         break
       case .close(let elements):
-        output?.close(after: elements.map(wrapOutboundOut))
+        output?.close(after: elements)
       }
     }
   }

@@ -18,6 +18,21 @@ struct FrameHeaderTests {
     }
   }
 
+  /// Encoded frames are their frames back to back; a frame cut short, or a malformed header,
+  /// ends what they are read as.
+  @Test func encodedFramesAreReadAsTheFramesTheyHold() {
+    let frames = [
+      Frame(kind: .message, callID: 1, payload: [0, 1, 2]), Frame(kind: .status, callID: 1, payload: [8, 0]),
+      Frame(kind: .halfClose, callID: 3),
+    ]
+    let bytes = frames.flatMap(\.bytes)
+    #expect(ConnectionElement.encodedFrames(bytes).frames == frames)
+    #expect(ConnectionElement.encodedFrames(Array(bytes.dropLast(3))).frames == Array(frames.prefix(2)))
+    #expect(ConnectionElement.encodedFrames(frames[0].bytes + [0, 0, 0, 0x02, 0, 0x80, 0, 0, 1]).frames == [frames[0]])
+    #expect(ConnectionElement.preface(ConnectionPreface()).frames.isEmpty)
+    #expect(ConnectionElement.message(callID: 1, compressed: false, bytes: [1, 2]).frames == [Frame(kind: .message, callID: 1, payload: [0, 1, 2])])
+  }
+
   @Test func theReservedCallIDBitIsAViolation() {
     let bytes: [UInt8] = [0, 0, 0, 0x02, 0, 0x80, 0, 0, 1]
     #expect(throws: ProtocolViolation.self) { try bytes.withUnsafeBytes { try FrameHeader(parsing: $0) } }

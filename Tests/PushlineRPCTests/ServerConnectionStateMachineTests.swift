@@ -133,6 +133,18 @@ struct ServerConnectionStateMachineTests {
     #expect(Array(actions[2...]) == [.deliverMessage(callID: 1, payload: [7, 7], compressed: false), .deliverEndOfRequests(callID: 1)])
   }
 
+  /// A burst written as encoded frames is received as its frames one after another.
+  @Test func encodedFramesAreReceivedAsTheirFrames() throws {
+    let burst = [Self.start(1), Self.message(1, [7, 7]), .frame(Frame(kind: .halfClose, callID: 1))]
+    var (oneByOne, _) = Self.connected()
+    var expected: [Machine.Action] = []
+    for element in burst { oneByOne.received(element, serverTimeMillis: 0, into: &expected) }
+    var (machine, _) = Self.connected()
+    let actions = machine.received(.encodedFrames(burst.flatMap { $0.frames.flatMap(\.bytes) }), serverTimeMillis: 0)
+    #expect(actions.count == 3)
+    #expect(actions == expected)
+  }
+
   @Test func callIDsMustIncrease() throws {
     var (machine, _) = Self.connected()
     _ = machine.received(Self.start(5), serverTimeMillis: 0)

@@ -13,8 +13,7 @@ enum Transcript {
     func record(_ element: ConnectionElement, fromClient: Bool) {
       switch element {
       case .preface(let preface): elements.append((fromClient, preface.bytes))
-      case .frame(let frame): elements.append((fromClient, frame.bytes))
-      case .message: elements.append((fromClient, element.frame?.bytes ?? []))
+      case .frame, .message, .encodedFrames: elements += element.frames.map { (fromClient, $0.bytes) }
       }
     }
     func serverActions(_ actions: [ServerConnectionStateMachine.Action]) {
