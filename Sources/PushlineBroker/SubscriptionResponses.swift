@@ -15,8 +15,8 @@ final class SubscriptionResponses: ResponseSource {
     self.subscription = subscription
   }
 
-  func nextResponses() throws(RPCError) -> [[UInt8]]? {
-    try broker.readyUpdates(for: subscription).map { $0.serializedBytes() }
+  func nextResponses(into batch: inout ResponseBatch) throws(RPCError) {
+    for update in try broker.readyUpdates(for: subscription) { batch.append(update) }
   }
 
   var hasMoreResponses: Bool {

@@ -5,12 +5,13 @@
 ///
 /// Called only on the transport's own executor (a connection's event loop), one call at a time.
 public protocol ResponseSource: AnyObject, Sendable {
-  /// The next responses to send, encoded; empty when there is nothing to send now (the source
-  /// then calls its pump's ``ResponsePump/wake()`` when there is); `nil` when the stream is
-  /// complete, which ends the call with OK.
+  /// Appends the responses to send now to `batch` — none when there is nothing to send (the
+  /// source then calls its pump's ``ResponsePump/wake()`` when there is) — and calls
+  /// ``ResponseBatch/endStream()`` when the stream is complete, which ends the call with OK once
+  /// they are sent.
   ///
-  /// - Throws: the ``RPCError`` that ends the call.
-  func nextResponses() throws(RPCError) -> [[UInt8]]?
+  /// - Throws: the ``RPCError`` that ends the call; what was appended before is not sent.
+  func nextResponses(into batch: inout ResponseBatch) throws(RPCError)
 
   /// Whether a pull now could find more: after writing a batch, the transport pulls again only
   /// if so — a source that wakes its pump whenever it gains something says `false` once it has

@@ -18,8 +18,8 @@ public struct ResponseWriter<Response: WireMessage>: Sendable {
   /// Hands the rest of the stream to `source`, which the transport then pulls from on its own
   /// executor whenever the returned pump is woken and the connection can take bytes: no
   /// response costs a task switch. The handler should then return: if it returns normally, the
-  /// call goes on until the source ends it (``ResponseSource/nextResponses()`` returns `nil` or
-  /// throws); if it throws, the call ends with its error. Once per call: a second source ends
+  /// call goes on until the source ends it (calls ``ResponseBatch/endStream()`` or throws in
+  /// ``ResponseSource/nextResponses(into:)``); if it throws, the call ends with its error. Once per call: a second source ends
   /// the first one's stream. `nil` when the transport cannot; write with ``write(_:)`` then.
   public func pump(from source: some ResponseSource) -> (any ResponsePump)? {
     sink.pump?(source)

@@ -451,6 +451,19 @@ public struct ServerConnectionStateMachine: Sendable {
     return true
   }
 
+  /// The largest frame payload the peer takes, for a transport that encodes responses of
+  /// `callID` straight into their frames (``ResponseBatch``) rather than through
+  /// ``write(_:compressed:callID:to:)``; `nil` when the call is over. Counts as activity on the
+  /// connection, as a write does.
+  public mutating func maxFrameSize(forResponsesTo callID: UInt32) -> Int? {
+    guard var open = state.takeOpen() else { return nil }
+    let isLive = open.calls.index(forKey: callID) != nil
+    if isLive { open.pingsWithoutActivity = 0 }
+    let maxFrameSize = open.peer.limits.maxFrameSize
+    state.restore(consume open)
+    return isLive ? maxFrameSize : nil
+  }
+
   /// A handler finished: send its status, which ends the call.
   public mutating func finishCall(callID: UInt32, status: CallStatus) -> [Action] {
     guard let (frame, closes) = endCall(callID: callID, status: status) else { return [] }

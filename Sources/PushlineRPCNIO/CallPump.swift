@@ -63,30 +63,17 @@ final class CallPump: ResponsePump {
     let handler = connection.value
     // While the channel is full, what the source holds stays there (to be coalesced).
     guard handler.isWritable else { return handler.wakeWhenWritable(callID: callID, self) }
-    let responses: [[UInt8]]
+    let outcome: ServerConnectionHandler.SendOutcome?
     do throws(RPCError) {
-      guard let next = try source.nextResponses() else {
-        return handler.finish(callID: callID, status: CallStatus(code: StatusCode.ok.rawValue))
+      outcome = try handler.writeResponses(callID: callID, compresses: compresses) { batch throws(RPCError) in
+        try source.nextResponses(into: &batch)
       }
-      responses = next
     } catch {
       return handler.finish(callID: callID, status: error.status)
     }
-    guard !responses.isEmpty else { return }
-    var outcome = ServerConnectionHandler.SendOutcome.sent
-    handler.writeBurst {
-      for message in responses {
-        let (bytes, compressed) = Deflate.prepare(message, negotiated: compresses)
-        switch handler.send(bytes, compressed: compressed, callID: callID) {
-        case .sent, .sentAndFlushed: break
-        case .sentMustWait: outcome = .sentMustWait
-        case .callOver: return outcome = .callOver
-        }
-      }
-    }
     switch outcome {
     case .sentMustWait: handler.wakeWhenWritable(callID: callID, self)
-    case .callOver: break
+    case .callOver, nil: break
     case .sent, .sentAndFlushed: if source.hasMoreResponses { wake() }
     }
   }

@@ -42,6 +42,30 @@ final class FlushCoalescer {
     } else if gathered.count >= FrameEncodingHandler.batchLimit {
       writeGathered()
     }
+    noteWrite()
+  }
+
+  /// Lets `encode` append encoded frames straight to the gathered ones (a stream's responses,
+  /// encoded in place); what it appends is written as ``write(_:promise:)`` writes. If it
+  /// throws, what it appended is dropped.
+  func writeEncoded<Result, Failure>(_ encode: (inout [UInt8]) throws(Failure) -> Result) throws(Failure) -> Result {
+    reserveGathered()
+    let count = gathered.count
+    let result: Result
+    do {
+      result = try encode(&gathered)
+    } catch {
+      gathered.removeSubrange(count...)
+      throw error
+    }
+    guard gathered.count > count else { return result }
+    if gathered.count >= FrameEncodingHandler.batchLimit { writeGathered() }
+    noteWrite()
+    return result
+  }
+
+  /// A write was made: it is flushed by the end of the burst.
+  private func noteWrite() {
     hasUnflushedWrites = true
     guard !isReading, !isFlushScheduled else { return }
     isFlushScheduled = true
@@ -98,6 +122,7 @@ final class FlushCoalescer {
   /// ``FrameEncodingHandler/batchLimit`` bytes or more (which goes down on its own, not copied
   /// twice).
   private func gather(_ element: ConnectionElement) -> Bool {
+    reserveGathered()
     switch element {
     case .message(let callID, let compressed, let bytes) where bytes.count < FrameEncodingHandler.batchLimit:
       FrameHeader(payloadLength: 1 + bytes.count, kind: .message, callID: callID).append(to: &gathered)
@@ -113,6 +138,16 @@ final class FlushCoalescer {
     }
     return true
   }
+
+  /// Gives a burst's first frames room for the usual burst, rather than grow their buffer a
+  /// few bytes at a time.
+  private func reserveGathered() {
+    if gathered.capacity == 0 { gathered.reserveCapacity(Self.initialCapacity) }
+  }
+
+  /// The room a burst's gathered frames start with: a subscriber's pull or a publisher's answers
+  /// of one read fit in it most of the time.
+  private static let initialCapacity = 4 << 10
 
   /// Hands the gathered frames down the pipeline, keeping the buffer for the burst's next ones.
   private func writeGathered() {

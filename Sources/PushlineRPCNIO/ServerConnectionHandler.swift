@@ -249,10 +249,45 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     if isGoingAway { pump.connectionIsGoingAway() }
   }
 
-  /// Runs `writes` (a pump's responses) as one burst: one flush for all of them.
+  /// Runs `writes` (answers given together) as one burst: one flush for all of them.
   func writeBurst(_ writes: () -> Void) {
     guard let output else { return }
     output.burst(writes)
+  }
+
+  /// How responses are compressed on a connection that agreed on deflate.
+  private static let deflate = ResponseBatch.Compression(threshold: Deflate.threshold, compress: Deflate.compress)
+
+  /// Has `fill` append responses of `callID` (a pump's pull) straight to the connection's
+  /// outgoing frames, written as one burst: one flush for all of them. When `fill` ends the
+  /// stream, the call ends with OK after them. Nothing is written when `fill` throws; `nil` when
+  /// it appends nothing (and the stream goes on).
+  func writeResponses(
+    callID: UInt32, compresses: Bool, _ fill: (inout ResponseBatch) throws(RPCError) -> Void
+  ) throws(RPCError) -> SendOutcome? {
+    guard let output, let maxFrameSize = machine.maxFrameSize(forResponsesTo: callID) else { return .callOver }
+    let compression = compresses ? Self.deflate : nil
+    var filled: Result<(wrote: Bool, endsStream: Bool), RPCError> = .success((false, false))
+    output.burst {
+      filled = Result { () throws(RPCError) in
+        try output.writeEncoded { frames throws(RPCError) in
+          let count = frames.count
+          var batch = ResponseBatch(callID: callID, maxFrameSize: maxFrameSize, compression: compression, appendingTo: &frames)
+          defer { frames = batch.frames }
+          try fill(&batch)
+          return (batch.frames.count > count, batch.endsStream)
+        }
+      }
+    }
+    let (wrote, endsStream) = try filled.get()
+    guard !endsStream else {
+      finish(callID: callID, status: CallStatus(code: StatusCode.ok.rawValue))
+      return .callOver
+    }
+    guard wrote else { return nil }
+    guard !channelIsWritable else { return .sent }
+    output.flush()
+    return channelIsWritable ? .sentAndFlushed : .sentMustWait
   }
 
   /// A completing handler's answer to request `requestIndex` of `callID`: its response and

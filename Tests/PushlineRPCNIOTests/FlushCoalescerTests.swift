@@ -115,6 +115,26 @@ struct FlushCoalescerTests {
     _ = try channel.finish(acceptAlreadyClosed: false)
   }
 
+  /// What an encoder appends straight to the gathered frames joins them; if it throws, what it
+  /// appended is dropped, and the frames gathered before stay.
+  @Test func framesEncodedInPlaceJoinTheGatheredOnesUnlessTheEncoderThrows() throws {
+    struct Failure: Error {}
+    let (channel, output, passedDown) = try Self.coalescer()
+    output.burst {
+      output.write(Self.message(1, bytes: 10))
+      #expect(throws: Failure.self) {
+        try output.writeEncoded { (frames: inout [UInt8]) throws(Failure) in
+          frames += Frame(kind: .halfClose, callID: 9).bytes
+          throw Failure()
+        }
+      }
+      output.writeEncoded { frames in frames += Frame(kind: .halfClose, callID: 3).bytes }
+      output.write(Self.message(5, bytes: 10))
+    }
+    #expect(passedDown.take().flatMap(\.frames).map(\.callID) == [1, 3, 5])
+    _ = try channel.finish(acceptAlreadyClosed: false)
+  }
+
   /// Writes outside a burst wait for one flush, run after the jobs already queued on the loop.
   @Test func writesOutsideABurstLeaveTogetherInOneFlushLater() throws {
     let (channel, output, passedDown) = try Self.coalescer()

@@ -48,13 +48,13 @@ struct GracefulShutdownTests {
   final class EndsAtTheGoAway: ResponseSource {
     private let state = Mutex((saidOpen: false, isGoingAway: false))
 
-    func nextResponses() throws(RPCError) -> [[UInt8]]? {
-      state.withLock { state in
-        if state.isGoingAway { return nil }
-        if state.saidOpen { return [] }
-        state.saidOpen = true
-        return [MetadataEntry(key: "open").serializedBytes()]
+    func nextResponses(into batch: inout ResponseBatch) throws(RPCError) {
+      let (saysOpen, ends) = state.withLock { state in
+        defer { state.saidOpen = true }
+        return (!state.saidOpen && !state.isGoingAway, state.isGoingAway)
       }
+      if saysOpen { batch.append(MetadataEntry(key: "open")) }
+      if ends { batch.endStream() }
     }
 
     var hasMoreResponses: Bool { false }

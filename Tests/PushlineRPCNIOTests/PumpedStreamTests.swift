@@ -23,14 +23,15 @@ struct PumpedStreamTests {
       self.batch = batch
     }
 
-    func nextResponses() -> [[UInt8]]? {
-      guard let total else { return [] }
+    func nextResponses(into responses: inout ResponseBatch) {
+      guard let total else { return }
       let numbers = next.withLock { next -> ClosedRange<Int>? in
         guard next <= total else { return nil }
         defer { next = min(next + batch, total + 1) }
         return next...min(next + batch - 1, total)
       }
-      return numbers?.map { MetadataEntry(key: "\($0)").serializedBytes() }
+      guard let numbers else { return responses.endStream() }
+      for number in numbers { responses.append(MetadataEntry(key: "\(number)")) }
     }
 
     func streamEnded() {

@@ -26,8 +26,8 @@ struct ReconnectStormTests {
       self.instants = instants
     }
 
-    func nextResponses() throws(RPCError) -> [[UInt8]]? {
-      guard isGoingAway.withLock({ $0 }) else { return [] }
+    func nextResponses(into batch: inout ResponseBatch) throws(RPCError) {
+      guard isGoingAway.withLock({ $0 }) else { return }
       throw RPCError(code: .unavailable, message: "going away", retryAfterMillis: 10)
     }
 

@@ -50,11 +50,12 @@ struct ServerConnectionHandlerTests {
     let queued = Mutex<[[UInt8]]>([])
     let pump = Mutex<(any ResponsePump)?>(nil)
 
-    func nextResponses() -> [[UInt8]]? {
-      queued.withLock { queued in
+    func nextResponses(into batch: inout ResponseBatch) {
+      let messages = queued.withLock { queued in
         defer { queued = [] }
         return queued
       }
+      for message in messages { batch.append(serialized: message) }
     }
 
     var hasMoreResponses: Bool { false }
