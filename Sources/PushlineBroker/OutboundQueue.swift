@@ -62,26 +62,56 @@ public struct OutboundQueue: Sendable {
   @discardableResult
   public mutating func append(_ change: EncodedCardChange, topic: String) -> Bool {
     reserveIfEmpty()
+    return appendReplacingQueued(change, topic: topic)
+  }
+
+  /// Queues `changes` of `topic` — distinct cards in offset order, as a commit's coalesced
+  /// changes are — each replacing a queued change of its card, while the queue holds fewer
+  /// than `maxChanges` changes; returns how many were queued, and how many of those replaced
+  /// one. A topic with nothing queued (a subscriber keeping up) has nothing to replace: its
+  /// changes are queued with no lookup.
+  public mutating func append(
+    contentsOf changes: ArraySlice<EncodedCardChange>, topic: String, whileFewerThan maxChanges: Int
+  ) -> (appended: Int, coalesced: Int) {
+    reserveIfEmpty()
+    let mayReplace = hasEntries(for: topic)
+    var (appended, coalesced) = (0, 0)
+    for change in changes {
+      guard changeCount < maxChanges else { break }
+      if mayReplace {
+        if appendReplacingQueued(change, topic: topic) { coalesced += 1 }
+      } else {
+        appendSlot(.change(topic: topic, change))
+      }
+      appended += 1
+    }
+    return (appended, coalesced)
+  }
+
+  /// Queues `change`, replacing a queued change of its card; whether it replaced one.
+  private mutating func appendReplacingQueued(_ change: EncodedCardChange, topic: String) -> Bool {
     var coalesced = false
-    let key = Key(topic: topic, cardID: change.cardID)
-    if let position = position(of: key) {
+    if let position = position(of: Key(topic: topic, cardID: change.cardID)) {
       remove(at: position)
       coalescedCount += 1
       coalesced = true
     }
-    slots.append(.change(topic: topic, change))
-    changeCount += 1
+    appendSlot(.change(topic: topic, change))
+    return coalesced
+  }
+
+  /// Adds `entry` at the back.
+  private mutating func appendSlot(_ entry: Entry) {
+    slots.append(entry)
+    if case .change = entry { changeCount += 1 }
     entryCount += 1
     indexLastSlot()
-    return coalesced
   }
 
   /// Queues a snapshot of its topic.
   public mutating func append(snapshot: EncodedTopicUpdate) {
     reserveIfEmpty()
-    slots.append(.snapshot(snapshot))
-    entryCount += 1
-    indexLastSlot()
+    appendSlot(.snapshot(snapshot))
   }
 
   /// Drops everything queued for `topic` (it will be replaced by a snapshot).

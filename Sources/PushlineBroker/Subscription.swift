@@ -66,24 +66,23 @@ public final class Subscription: Sendable {
     state = Mutex(State(lastSentMillis: nowMillis))
   }
 
-  /// Queues committed changes of `topic`, each with its offset, in offset order (commits are
-  /// fanned out one at a time); past the queue's bound the topic's entries are dropped in
-  /// favour of a snapshot. Changes at or below what the subscription already queued are
-  /// skipped: a snapshot taken after the commit was applied (a resynchronization) holds them.
+  /// Queues committed changes of `topic` — distinct cards, each with its offset, in offset
+  /// order (commits are fanned out one at a time, coalesced); past the queue's bound the
+  /// topic's entries are dropped in favour of a snapshot. Changes at or below what the
+  /// subscription already queued are skipped: a snapshot taken after the commit was applied (a
+  /// resynchronization) holds them.
   /// Returns how many changes replaced a queued older version of their card (nil when the
   /// subscription took none: it ended, or awaits a snapshot), and the drain to wake.
   func enqueue(_ changes: [EncodedCardChange], topic: String) -> (coalesced: Int?, drainer: Drainer?) {
     state.withLock { state -> (Int?, Drainer?) in
       guard state.ended == nil, var progress = state.topics[topic], !progress.needsSnapshot else { return (nil, nil) }
-      var coalesced = 0
-      for change in changes where change.offset ?? .max > progress.queuedThrough {
-        if state.queue.changeCount >= maxQueuedChanges {
-          state.queue.removeAll(for: topic)
-          progress.needsSnapshot = true
-          state.snapshotsDue += 1
-          break
-        }
-        if state.queue.append(change, topic: topic) { coalesced += 1 }
+      // In offset order: those not queued yet are a suffix.
+      let fresh = changes[(changes.firstIndex { $0.offset ?? .max > progress.queuedThrough } ?? changes.endIndex)...]
+      let (appended, coalesced) = state.queue.append(contentsOf: fresh, topic: topic, whileFewerThan: maxQueuedChanges)
+      if appended < fresh.count {
+        state.queue.removeAll(for: topic)
+        progress.needsSnapshot = true
+        state.snapshotsDue += 1
       }
       if let last = changes.last?.offset { progress.queuedThrough = max(progress.queuedThrough, last) }
       state.topics[topic] = progress

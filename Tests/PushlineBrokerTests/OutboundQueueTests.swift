@@ -78,7 +78,8 @@ struct OutboundQueueTests {
   }
 
   /// Runs `steps` random steps — snapshots (5 %), drops of a topic and takes at the rates
-  /// given, appends of `cards` card IDs otherwise — on a queue and on a plain list.
+  /// given, a commit's changes of a few cards appended together up to a bound (30 %), single
+  /// appends of `cards` card IDs otherwise — on a queue and on a plain list.
   static func checkAgainstAList(seed: Int, steps: Int64, cards: UInt64, dropsPerMille: UInt64, takesPerMille: UInt64) {
     var random = SplitMix64(seed: UInt64(seed) &* 0x9E37_79B9 &+ 11)
     let topics = (0..<(1 + Int(random.next() % 4))).map { "t\($0)" }
@@ -106,6 +107,28 @@ struct OutboundQueueTests {
           taking.append(entry)
         }
         #expect(queue.take(limit: limit) { _ in 1 } == Self.expectedUpdates(taking), "seed \(seed), step \(offset)")
+      case ..<(50 + dropsPerMille + takesPerMille + 300):
+        // A commit's changes of distinct cards, queued together up to a bound.
+        var cardIDs: [String] = []
+        for _ in 0..<(1 + random.next() % 6) {
+          let cardID = "c\(random.next() % cards)"
+          if !cardIDs.contains(cardID) { cardIDs.append(cardID) }
+        }
+        let changes = cardIDs.map { EncodedCardChange(upserting: EncodedCard(card($0, Int(offset))), offset: offset) }
+        let bound = model.count { if case .change = $0 { true } else { false } } + Int(random.next() % 8)
+        var (appended, coalesced) = (0, 0)
+        for change in changes {
+          guard model.count(where: { if case .change = $0 { true } else { false } }) < bound else { break }
+          let replaced = model.firstIndex { if case .change(topic, let queued) = $0 { queued.cardID == change.cardID } else { false } }
+          if let replaced {
+            model.remove(at: replaced)
+            coalesced += 1
+          }
+          model.append(.change(topic: topic, change))
+          appended += 1
+        }
+        let outcome = queue.append(contentsOf: changes[...], topic: topic, whileFewerThan: bound)
+        #expect(outcome.appended == appended && outcome.coalesced == coalesced, "seed \(seed), step \(offset)")
       default:
         let cardID = "c\(random.next() % cards)"
         let change = EncodedCardChange(upserting: EncodedCard(card(cardID, Int(offset))), offset: offset)
