@@ -69,10 +69,11 @@ public struct OutboundQueue: Sendable {
   /// changes are — each replacing a queued change of its card, while the queue holds fewer
   /// than `maxChanges` changes; returns how many were queued, and how many of those replaced
   /// one. A topic with nothing queued (a subscriber keeping up) has nothing to replace: its
-  /// changes are queued with no lookup.
+  /// changes are queued with no lookup (so two changes of one card among them would both stay).
   public mutating func append(
     contentsOf changes: ArraySlice<EncodedCardChange>, topic: String, whileFewerThan maxChanges: Int
   ) -> (appended: Int, coalesced: Int) {
+    guard !changes.isEmpty else { return (0, 0) }
     reserveIfEmpty()
     let mayReplace = hasEntries(for: topic)
     var (appended, coalesced) = (0, 0)

@@ -5,8 +5,8 @@ public enum ConnectionElement: Hashable, Sendable {
   case frame(Frame)
   /// A whole message in one MESSAGE frame, held as its parts: the frame's payload is the
   /// compressed flag, then `bytes`. The form a sender writes a message that fits one frame in,
-  /// so that its bytes are copied once, onto the wire, not first into a payload; what a
-  /// receiver decodes is always a ``frame(_:)``.
+  /// so that its bytes are not first copied into a payload; what a receiver decodes is always a
+  /// ``frame(_:)``.
   case message(callID: UInt32, compressed: Bool, bytes: [UInt8])
   /// Whole frames already in their wire form, back to back: a sender's burst of messages
   /// gathered in one buffer (``FrameHeader/append(to:)``), so that its transport hands the
@@ -24,8 +24,9 @@ public enum ConnectionElement: Hashable, Sendable {
     }
   }
 
-  /// The frames this element is on the wire: none for a preface. Encoded frames are parsed up
-  /// to the first that is cut short or has a malformed header.
+  /// The frames this element is on the wire: none for a preface. Encoded frames — which only a
+  /// sender's own transport makes, and tests and transcripts read back — are parsed up to the
+  /// first that is cut short or has a malformed header; the rest is dropped, not reported.
   public var frames: [Frame] {
     guard case .encodedFrames(let bytes) = self else { return frame.map { [$0] } ?? [] }
     var frames: [Frame] = []

@@ -20,7 +20,8 @@ public struct ResponseBatch {
     }
   }
 
-  /// The bytes the connection is about to send, these responses' frames last.
+  /// The bytes the connection is about to send — the frames it held before, of every call,
+  /// then these responses' — for the transport to take back once the source is done.
   public var frames: [UInt8] { encoded }
   @usableFromInline var encoded: [UInt8]
   @usableFromInline let callID: UInt32
@@ -30,8 +31,9 @@ public struct ResponseBatch {
   /// Whether the source said that the stream is complete.
   public private(set) var endsStream = false
 
-  /// A batch of responses to `callID`, appended to `frames` (taken, and left empty), for a peer
-  /// that takes frames of `maxFrameSize`.
+  /// A batch of responses to `callID`, appended to `frames` (taken, and left empty: the
+  /// transport takes the bytes back from ``frames``), for a peer that takes frames of
+  /// `maxFrameSize`.
   public init(callID: UInt32, maxFrameSize: Int, compression: Compression?, appendingTo frames: inout [UInt8]) {
     encoded = frames
     frames = []  // one owner: appending copies nothing

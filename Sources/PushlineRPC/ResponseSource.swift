@@ -10,6 +10,9 @@ public protocol ResponseSource: AnyObject, Sendable {
   /// ``ResponseBatch/endStream()`` when the stream is complete, which ends the call with OK once
   /// they are sent.
   ///
+  /// The batch holds the connection's outgoing bytes while the source appends: the source must
+  /// not write to the stream's connection by other means meanwhile.
+  ///
   /// - Throws: the ``RPCError`` that ends the call; what was appended before is not sent.
   func nextResponses(into batch: inout ResponseBatch) throws(RPCError)
 

@@ -19,8 +19,9 @@ public struct ResponseWriter<Response: WireMessage>: Sendable {
   /// executor whenever the returned pump is woken and the connection can take bytes: no
   /// response costs a task switch. The handler should then return: if it returns normally, the
   /// call goes on until the source ends it (calls ``ResponseBatch/endStream()`` or throws in
-  /// ``ResponseSource/nextResponses(into:)``); if it throws, the call ends with its error. Once per call: a second source ends
-  /// the first one's stream. `nil` when the transport cannot; write with ``write(_:)`` then.
+  /// ``ResponseSource/nextResponses(into:)``); if it throws, the call ends with its error. Once
+  /// per call: a second source ends the first one's stream. `nil` when the transport cannot;
+  /// write with ``write(_:)`` then.
   public func pump(from source: some ResponseSource) -> (any ResponsePump)? {
     sink.pump?(source)
   }

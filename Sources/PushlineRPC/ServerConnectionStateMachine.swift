@@ -453,15 +453,18 @@ public struct ServerConnectionStateMachine: Sendable {
 
   /// The largest frame payload the peer takes, for a transport that encodes responses of
   /// `callID` straight into their frames (``ResponseBatch``) rather than through
-  /// ``write(_:compressed:callID:to:)``; `nil` when the call is over. Counts as activity on the
-  /// connection, as a write does.
-  public mutating func maxFrameSize(forResponsesTo callID: UInt32) -> Int? {
-    guard var open = state.takeOpen() else { return nil }
-    let isLive = open.calls.index(forKey: callID) != nil
-    if isLive { open.pingsWithoutActivity = 0 }
-    let maxFrameSize = open.peer.limits.maxFrameSize
+  /// ``write(_:compressed:callID:to:)``; `nil` when the call is over.
+  public func maxFrameSize(forResponsesTo callID: UInt32) -> Int? {
+    guard case .open(let open) = state, open.calls.index(forKey: callID) != nil else { return nil }
+    return open.peer.limits.maxFrameSize
+  }
+
+  /// Responses encoded straight into their frames were written: activity on the connection, as
+  /// a write through ``write(_:compressed:callID:to:)`` is (the ping budget starts over).
+  public mutating func responsesWritten() {
+    guard var open = state.takeOpen() else { return }
+    open.pingsWithoutActivity = 0
     state.restore(consume open)
-    return isLive ? maxFrameSize : nil
   }
 
   /// A handler finished: send its status, which ends the call.

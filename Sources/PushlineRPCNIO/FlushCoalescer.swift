@@ -15,10 +15,15 @@ import PushlineRPC
 /// A frame is not handed to the pipeline on its own: going through each handler costs more
 /// than its bytes do (a publisher's answers, a subscriber's updates are a few dozen to a few
 /// hundred bytes each). It is appended to one buffer, which goes down as one
-/// ``ConnectionElement/encodedFrames(_:)`` before any other element, at the flush, and
-/// whenever it reaches ``FrameEncodingHandler/batchLimit`` bytes — so the channel's
-/// writability still sees a busy connection's bytes. The buffer is let go of at each flush: an
-/// idle connection keeps none.
+/// ``ConnectionElement/encodedFrames(_:)`` before any other element, at the flush, and once it
+/// reaches ``FrameEncodingHandler/batchLimit`` bytes — so the channel's writability still sees
+/// a busy connection's bytes (a pull's responses, encoded in place by ``writeEncoded(_:)``,
+/// join together, and the limit is checked after them: a pull is bounded by its source). The
+/// buffer is let go of at each flush: an idle connection keeps none.
+///
+/// Frames written outside a read wait in the buffer until the flush job runs: a frame another
+/// handler writes below this one in between (the idle handler's GOAWAY before it closes a
+/// connection that has sent nothing for a whole period) goes ahead of them.
 ///
 /// Used only on the event loop of the channel whose context it holds.
 final class FlushCoalescer {
@@ -58,7 +63,10 @@ final class FlushCoalescer {
       gathered.removeSubrange(count...)
       throw error
     }
-    guard gathered.count > count else { return result }
+    guard gathered.count > count else {
+      if gathered.isEmpty, !hasUnflushedWrites { gathered = [] }  // an empty pull keeps no buffer
+      return result
+    }
     if gathered.count >= FrameEncodingHandler.batchLimit { writeGathered() }
     noteWrite()
     return result

@@ -3,14 +3,16 @@ import PushlineRPC
 
 /// Encodes outbound prefaces and frames, the small ones of a flush back to back in one buffer.
 ///
-/// A connection that answers many calls at once (a commit answering a publisher's window, a
-/// MESSAGE and a STATUS frame each) would otherwise hand the channel a buffer per frame: two
-/// allocations, a queue entry and an iovec each. Small frames are appended to a pending buffer
-/// that goes down the pipeline at the flush, at a write that carries a promise, or once it
-/// holds ``batchLimit`` bytes, so that the channel's writability still sees a busy connection's
-/// bytes and the buffer stays small. A frame of ``batchLimit`` bytes or more goes in a buffer
-/// of its own exact size (after what is pending), so that one large message does not leave a
-/// large buffer behind for the small ones that follow it.
+/// The connection handlers gather a burst's frames themselves (``FlushCoalescer``) and hand them
+/// down as encoded frames; what reaches this handler besides is a preface, a write with a promise,
+/// a large frame, or a frame another handler writes (the idle handler's PING and GOAWAY). Each
+/// would otherwise get a buffer of its own: two allocations, a queue entry and an iovec each (a
+/// connection's preface and handshake, for one). Small elements are appended to a pending buffer
+/// that goes down the pipeline at the flush, at a write that carries a promise, or once it holds
+/// ``batchLimit`` bytes, so that the channel's writability still sees a busy connection's bytes and
+/// the buffer stays small. A frame of ``batchLimit`` bytes or more goes in a buffer of its own
+/// exact size (after what is pending), so that one large message does not leave a large buffer
+/// behind for the small ones that follow it.
 final class FrameEncodingHandler: ChannelOutboundHandler {
   typealias OutboundIn = ConnectionElement
   typealias OutboundOut = ByteBuffer

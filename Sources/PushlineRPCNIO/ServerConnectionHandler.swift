@@ -259,9 +259,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private static let deflate = ResponseBatch.Compression(threshold: Deflate.threshold, compress: Deflate.compress)
 
   /// Has `fill` append responses of `callID` (a pump's pull) straight to the connection's
-  /// outgoing frames, written as one burst: one flush for all of them. When `fill` ends the
-  /// stream, the call ends with OK after them. Nothing is written when `fill` throws; `nil` when
-  /// it appends nothing (and the stream goes on).
+  /// outgoing frames, written as one burst: one flush for all of them — and for the call's
+  /// STATUS, when `fill` ends the stream. Nothing is written when `fill` throws; `nil` when it
+  /// appends nothing and the stream goes on.
+  ///
+  /// `fill` runs with the connection's outgoing frames in use: it must not write to the
+  /// connection itself.
   func writeResponses(
     callID: UInt32, compresses: Bool, _ fill: (inout ResponseBatch) throws(RPCError) -> Void
   ) throws(RPCError) -> SendOutcome? {
@@ -278,12 +281,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
           return (batch.frames.count > count, batch.endsStream)
         }
       }
+      if case .success((_, endsStream: true)) = filled { finish(callID: callID, status: CallStatus(code: StatusCode.ok.rawValue)) }
     }
     let (wrote, endsStream) = try filled.get()
-    guard !endsStream else {
-      finish(callID: callID, status: CallStatus(code: StatusCode.ok.rawValue))
-      return .callOver
-    }
+    if wrote { machine.responsesWritten() }
+    guard !endsStream else { return .callOver }
     guard wrote else { return nil }
     guard !channelIsWritable else { return .sent }
     output.flush()

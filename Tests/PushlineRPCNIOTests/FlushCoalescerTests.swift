@@ -12,27 +12,10 @@ struct FlushCoalescerTests {
     typealias OutboundIn = ConnectionElement
   }
 
-  /// Records the elements passed down the pipeline as they are written, flushed or not.
-  final class PassedDown: ChannelOutboundHandler {
-    typealias OutboundIn = ConnectionElement
-    var elements: [ConnectionElement] = []
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-      elements.append(unwrapOutboundIn(data))
-      context.write(data, promise: promise)
-    }
-
-    /// The elements passed down since the last call.
-    func take() -> [ConnectionElement] {
-      defer { elements = [] }
-      return elements
-    }
-  }
-
   /// A coalescer on an embedded channel, and what it passes down.
-  static func coalescer() throws -> (EmbeddedChannel, FlushCoalescer, PassedDown) {
+  static func coalescer() throws -> (EmbeddedChannel, FlushCoalescer, PassedDown<ConnectionElement>) {
     let channel = EmbeddedChannel()
-    let passedDown = PassedDown()
+    let passedDown = PassedDown<ConnectionElement>()
     try channel.pipeline.syncOperations.addHandlers([passedDown, Writer()])
     let context = try channel.pipeline.syncOperations.context(handlerType: Writer.self)
     return (channel, FlushCoalescer(context: context), passedDown)

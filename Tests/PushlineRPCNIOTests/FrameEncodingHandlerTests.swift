@@ -7,26 +7,9 @@ import Testing
 
 @Suite("Frame encoding: the small frames of a flush share one buffer")
 struct FrameEncodingHandlerTests {
-  /// Records the buffers passed down the pipeline as they are written, flushed or not.
-  final class PassedDown: ChannelOutboundHandler {
-    typealias OutboundIn = ByteBuffer
-    var buffers: [ByteBuffer] = []
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-      buffers.append(unwrapOutboundIn(data))
-      context.write(data, promise: promise)
-    }
-
-    /// The buffers passed down since the last call.
-    func take() -> [ByteBuffer] {
-      defer { buffers = [] }
-      return buffers
-    }
-  }
-
-  static func channel() throws -> (EmbeddedChannel, PassedDown) {
+  static func channel() throws -> (EmbeddedChannel, PassedDown<ByteBuffer>) {
     let channel = EmbeddedChannel()
-    let passedDown = PassedDown()
+    let passedDown = PassedDown<ByteBuffer>()
     try channel.pipeline.syncOperations.addHandlers([passedDown, FrameEncodingHandler()])
     return (channel, passedDown)
   }
