@@ -239,6 +239,9 @@ extension Broker {
     return records.indices.filter { last[records[$0].cardID] == $0 }.map { records[$0] }
   }
 
+  /// A topic's subscribers, as the topics' state holds them.
+  private typealias Subscribers = [ObjectIdentifier: Subscription].Values
+
   /// Makes a committed batch visible: applies it to the topics, remembers idempotency keys,
   /// schedules tombstone prunes for the topics it touched, fans the changes out, and answers.
   ///
@@ -252,7 +255,7 @@ extension Broker {
   private func applyCommitted(_ batch: StorageBatch, _ publishes: [PendingPublish]) {
     let now = configuration.nowMillis()
     let (prunes, fanOut) = state.withLock {
-      state -> ([TombstonePrune], [(topic: String, changes: [EncodedCardChange], superseded: Int, subscribers: [Subscription])]) in
+      state -> ([TombstonePrune], [(topic: String, changes: [EncodedCardChange], superseded: Int, subscribers: Subscribers)]) in
       for position in publishes.indices {
         let topic = publishes[position].topic
         state.topics.changeValue(forKey: topic, default: TopicState(name: topic, epoch: publishes[position].epoch)) {
@@ -265,11 +268,12 @@ extension Broker {
           limit: configuration.maxTombstonesPerTopic, maxAgeMillis: configuration.maxTombstoneAge.milliseconds,
           nowMillis: now)
       }
-      let fanOut = batch.topics.compactMap { topic -> (String, [EncodedCardChange], Int, [Subscription])? in
+      let fanOut = batch.topics.compactMap { topic -> (String, [EncodedCardChange], Int, Subscribers)? in
         guard let subscribers = state.subscribers[topic.topic] else { return nil }
         // Coalesced once for all subscribers, as each queue would (see `latestVersions`).
         let changes = Self.latestVersions(of: topic.records).map(\.change)
-        return (topic.topic, changes, topic.records.count - changes.count, Array(subscribers.values))
+        // The table's values, not an array of them: no copy (a subscribe meanwhile copies the table).
+        return (topic.topic, changes, topic.records.count - changes.count, subscribers.values)
       }
       return (prunes, fanOut)
     }
