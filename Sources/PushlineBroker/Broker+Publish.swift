@@ -292,16 +292,22 @@ extension Broker {
     // Per topic, the whole batch's changes in offset order: one enqueue and one wake per
     // subscriber per commit, however many publishes the commit grouped.
     var coalesced = 0
+    var drainers: [Subscription.Drainer] = []
+    drainers.reserveCapacity(fanOut.count)
     for (topic, changes, superseded, subscribers) in fanOut {
       for subscription in subscribers {
         let (replaced, drainer) = subscription.enqueue(changes, topic: topic)
         if let replaced { coalesced += replaced + superseded }
-        drainer?.wake()
+        if let drainer { drainers.append(drainer) }
       }
     }
-    // The publishers last: once a publish is answered, every subscriber's queue holds its
-    // changes (a subscriber in the same process reads its writes).
+    // The publishers once every subscriber's queue holds the changes (a subscriber in the same
+    // process reads its writes), and before the drains are woken: a publisher refills its
+    // window as its answers arrive, so its answers should not wait behind the writes of a
+    // thousand subscribers on its event loop. (A connection that also subscribes still gets
+    // its update first: its transport sends a stream's queued responses ahead of the answers.)
     for position in committed.indices { committed[position].answerCommitted() }
+    for drainer in drainers { drainer.wake() }
     configuration.metrics.publishes.increment(by: publishes.count)
     configuration.metrics.publishedChanges.increment(by: batch.topics.indices.reduce(0) { $0 + batch.topics[$1].records.count })
     if coalesced > 0 { configuration.metrics.coalescedChanges.increment(by: coalesced) }

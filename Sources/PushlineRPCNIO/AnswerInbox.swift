@@ -3,10 +3,10 @@ import PushlineRPC
 
 /// Where completing handlers' answers (see `RPCRouter.CompletingHandler`) reach a connection:
 /// through a ``LoopMailbox``, from any thread, the loop's own included. The answers of a commit
-/// leave in one job and one flush; and that job runs after the pulls the commit's fan-out woke
-/// on the loop before it answered, so a connection that also subscribes gets its update before
-/// the answer to the publish that made it. A request's first answer counts (the mailbox
-/// keeps their order).
+/// leave in one job and one flush, after what the connection's own streams have ready (see
+/// ``ServerConnectionHandler/writeAnswers(_:)``), so a connection that also subscribes gets its
+/// update before the answer to the publish that made it, even when the commit answered before
+/// it woke the streams. A request's first answer counts (the mailbox keeps their order).
 final class AnswerInbox: CallAnswerInbox {
   /// A request's answer: its response message, or the error that ends its call.
   typealias Answer = (callID: UInt32, requestIndex: UInt32, result: Result<[UInt8], RPCError>)
@@ -17,7 +17,7 @@ final class AnswerInbox: CallAnswerInbox {
   init(connection: NIOLoopBound<ServerConnectionHandler>) {
     mailbox = LoopMailbox(eventLoop: connection.eventLoop) { answers in
       let handler = connection.value
-      handler.writeBurst {
+      handler.writeAnswers {
         for (callID, requestIndex, result) in answers { handler.answer(callID: callID, requestIndex: requestIndex, with: result) }
       }
     }

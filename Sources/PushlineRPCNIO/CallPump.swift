@@ -52,6 +52,13 @@ final class CallPump: ResponsePump {
     source.streamEnded()
   }
 
+  /// Pulls now if the source has something (on the loop), whether or not a pull is scheduled:
+  /// for a connection that sends a stream's responses ahead of its answers.
+  func pullIfReady() {
+    guard !isOver.load(ordering: .acquiring), source.hasMoreResponses else { return }
+    pull()
+  }
+
   /// Pulls one batch and writes it in one flush (on the loop); then, if the source has more and
   /// the channel still takes bytes, wakes itself for the next batch — behind the jobs already
   /// queued on the loop, so that one stream does not hold up the loop's other work. (NIO runs

@@ -249,10 +249,16 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     if isGoingAway { pump.connectionIsGoingAway() }
   }
 
-  /// Runs `writes` (answers given together) as one burst: one flush for all of them.
-  func writeBurst(_ writes: () -> Void) {
+  /// Runs `writes` (answers given together) as one burst: one flush for all of them. What the
+  /// connection's own streams have ready goes first, so that a connection that subscribes and
+  /// publishes gets an update before the answer to the publish that made it, whichever of the
+  /// two was scheduled first.
+  func writeAnswers(_ writes: () -> Void) {
     guard let output else { return }
-    output.burst(writes)
+    output.burst {
+      for call in calls.values { call.pump?.pullIfReady() }
+      writes()
+    }
   }
 
   /// How responses are compressed on a connection that agreed on deflate.

@@ -58,7 +58,7 @@ struct ServerConnectionHandlerTests {
       for message in messages { batch.append(serialized: message) }
     }
 
-    var hasMoreResponses: Bool { false }
+    var hasMoreResponses: Bool { !queued.withLock(\.isEmpty) }
 
     /// Queues `message` and wakes the pump, as the broker's fan-out does.
     func send(_ message: MetadataEntry) {
@@ -214,6 +214,28 @@ struct ServerConnectionHandlerTests {
     channel.embeddedEventLoop.execute {
       feed.send(MetadataEntry(key: "update"))
       held.answerAll()
+    }
+    channel.embeddedEventLoop.run()
+    let frames = try Self.readFrames(channel)
+    #expect(frames.map(\.callID) == [1, 2, 2])
+    #expect(frames.map(\.kind) == [.message, .message, .status])
+  }
+
+  /// The broker answers a commit's publishes before it wakes the subscribers' pulls (so that
+  /// a publisher's answers do not wait behind a thousand subscribers' writes): on a connection
+  /// that does both, an update queued before the answer still leaves first.
+  @Test func anUpdateQueuedBeforeAnAnswerLeavesFirstThoughItsPullIsWokenAfter() throws {
+    let held = HeldCalls()
+    let feed = Feed()
+    let (channel, _) = try Self.channel(held: held, feed: feed)
+    for element in Self.call(1, Self.pumped, value: "") { try channel.writeInbound(element) }
+    for element in Self.call(2, Self.later, value: "2") { try channel.writeInbound(element) }
+    channel.embeddedEventLoop.run()
+    #expect(feed.pump.withLock { $0 } != nil)
+    channel.embeddedEventLoop.execute {
+      feed.queued.withLock { $0.append(MetadataEntry(key: "update").serializedBytes()) }
+      held.answerAll()
+      feed.pump.withLock { $0 }?.wake()
     }
     channel.embeddedEventLoop.run()
     let frames = try Self.readFrames(channel)
