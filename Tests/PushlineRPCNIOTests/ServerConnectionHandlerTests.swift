@@ -201,22 +201,28 @@ struct ServerConnectionHandlerTests {
     try Self.expectAnswersToCalls1To3(channel)
   }
 
-  /// A commit on the loop wakes a subscriber's pull, then answers the publish: on a connection
-  /// that does both, the update goes out before the answer to the publish that made it.
-  @Test func anUpdateWokenBeforeAnAnswerOnTheLoopLeavesFirst() throws {
+  /// The frames written when `commit` runs on the loop of a connection that both streams
+  /// (call 1, fed by a `Feed`) and waits for an answer (call 2, held): whether an update
+  /// leaves before the answer to the publish that made it.
+  static func framesAfterCommit(_ commit: @escaping @Sendable (Feed, HeldCalls) -> Void) throws -> [Frame] {
     let held = HeldCalls()
     let feed = Feed()
     let (channel, _) = try Self.channel(held: held, feed: feed)
-    for element in Self.call(1, Self.pumped, value: "") { try channel.writeInbound(element) }
-    for element in Self.call(2, Self.later, value: "2") { try channel.writeInbound(element) }
+    for element in Self.call(1, Self.pumped, value: "") + Self.call(2, Self.later, value: "2") { try channel.writeInbound(element) }
     channel.embeddedEventLoop.run()
     #expect(feed.pump.withLock { $0 } != nil)
-    channel.embeddedEventLoop.execute {
+    channel.embeddedEventLoop.execute { commit(feed, held) }
+    channel.embeddedEventLoop.run()
+    return try Self.readFrames(channel)
+  }
+
+  /// A commit on the loop wakes a subscriber's pull, then answers the publish: on a connection
+  /// that does both, the update goes out before the answer to the publish that made it.
+  @Test func anUpdateWokenBeforeAnAnswerOnTheLoopLeavesFirst() throws {
+    let frames = try Self.framesAfterCommit { feed, held in
       feed.send(MetadataEntry(key: "update"))
       held.answerAll()
     }
-    channel.embeddedEventLoop.run()
-    let frames = try Self.readFrames(channel)
     #expect(frames.map(\.callID) == [1, 2, 2])
     #expect(frames.map(\.kind) == [.message, .message, .status])
   }
@@ -225,20 +231,11 @@ struct ServerConnectionHandlerTests {
   /// a publisher's answers do not wait behind a thousand subscribers' writes): on a connection
   /// that does both, an update queued before the answer still leaves first.
   @Test func anUpdateQueuedBeforeAnAnswerLeavesFirstThoughItsPullIsWokenAfter() throws {
-    let held = HeldCalls()
-    let feed = Feed()
-    let (channel, _) = try Self.channel(held: held, feed: feed)
-    for element in Self.call(1, Self.pumped, value: "") { try channel.writeInbound(element) }
-    for element in Self.call(2, Self.later, value: "2") { try channel.writeInbound(element) }
-    channel.embeddedEventLoop.run()
-    #expect(feed.pump.withLock { $0 } != nil)
-    channel.embeddedEventLoop.execute {
+    let frames = try Self.framesAfterCommit { feed, held in
       feed.queued.withLock { $0.append(MetadataEntry(key: "update").serializedBytes()) }
       held.answerAll()
       feed.pump.withLock { $0 }?.wake()
     }
-    channel.embeddedEventLoop.run()
-    let frames = try Self.readFrames(channel)
     #expect(frames.map(\.callID) == [1, 2, 2])
     #expect(frames.map(\.kind) == [.message, .message, .status])
   }
