@@ -101,6 +101,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// as the write or flush that makes it happens): read at every response written, where asking
   /// the channel would go through its pipeline and an atomic each time.
   private var channelIsWritable = true
+  /// Set once a call of the connection hands its stream to a pump: only then do answers look
+  /// for stream responses to send ahead of them (a publisher's connection never does).
+  private var hasPumpedStreams = false
 
   /// A handler serving `router`'s methods under `configuration`; on shutdown, calls in
   /// progress get `gracePeriod` to finish. With a `refusal`, it answers the handshake with a
@@ -246,6 +249,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     guard hasCall(callID) else { return pump.streamEnded() }
     calls[callID]?.pump?.streamEnded()  // a handler that pumps twice: the first stream is over
     calls.changeValue(forKey: callID) { $0.pump = pump }
+    hasPumpedStreams = true
     if isGoingAway { pump.connectionIsGoingAway() }
   }
 
@@ -256,7 +260,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   func writeAnswers(_ writes: () -> Void) {
     guard let output else { return }
     output.burst {
-      for call in calls.values { call.pump?.pullIfReady() }
+      if hasPumpedStreams {
+        for call in calls.values { call.pump?.pullIfReady() }
+      }
       writes()
     }
   }
