@@ -5,8 +5,9 @@ import PushlineWire
 /// caller asked for, and returns the actions to perform. No I/O, no clock; see
 /// ``ServerConnectionStateMachine`` for the server's half of the rules.
 ///
-/// - ``start()`` sends the preface and the `ClientHello`; calls may start once the
-///   `ServerHello` has arrived (``Action/connectionReady(_:)``).
+/// - ``start()`` sends the preface and the `ClientHello`. Calls may start at once, before the
+///   `ServerHello` arrives (``Action/connectionReady(_:)``), so that a connection and its first
+///   calls cost one round trip: until then they keep to ``limits``, the protocol's defaults.
 /// - Every call ends exactly once with ``Action/finishCall(callID:status:)``: the server's
 ///   STATUS, CANCELLED for a call the caller cancelled, UNAVAILABLE for calls the server will
 ///   not serve after a GOAWAY or that were open when the connection closed (all retryable).
@@ -47,7 +48,7 @@ public struct ClientConnectionStateMachine: Sendable {
   /// What the transport must do.
   public enum Action: Hashable, Sendable {
     case write([ConnectionElement])
-    /// The handshake completed; calls may start.
+    /// The handshake completed: the server's limits and compression are in force from now on.
     case connectionReady(Server)
     /// A response message for a call.
     case deliverMessage(callID: UInt32, payload: [UInt8], compressed: Bool)
@@ -61,8 +62,15 @@ public struct ClientConnectionStateMachine: Sendable {
     case close(after: [ConnectionElement])
   }
 
+  /// How far the handshake has come.
+  private enum Handshake: Sendable {
+    case awaitingPreface, awaitingHello, done
+  }
+
   private struct Open: Sendable {
+    /// Until the `ServerHello` arrives, the protocol's defaults (within the client's own).
     var server: Server
+    var handshake = Handshake.awaitingPreface
     var calls: Set<UInt32> = []
     var nextCallID: UInt32 = 1
     var lastServedCallID: UInt32?
@@ -71,8 +79,7 @@ public struct ClientConnectionStateMachine: Sendable {
 
   private enum State: OpenPhaseState, Sendable {
     case idle
-    case awaitingPreface
-    case awaitingHello
+    /// From ``start()`` on: the handshake may still be under way.
     case open(Open)
     /// The open connection's tables are out of `state`, being changed in place (see
     /// ``OpenPhaseState``).
@@ -105,10 +112,20 @@ public struct ClientConnectionStateMachine: Sendable {
     if case .closed = state { true } else { false }
   }
 
+  /// The limits calls keep to: the protocol's defaults (within the client's own) until the
+  /// `ServerHello` arrives, then those both peers agreed; `nil` before ``start()`` and once
+  /// closed.
+  public var limits: ConnectionLimits? {
+    if case .open(let open) = state { open.server.limits } else { nil }
+  }
+
   /// Opens the connection: the preface and the `ClientHello`.
   public mutating func start() -> [Action] {
     guard case .idle = state else { return [] }
-    state = .awaitingPreface
+    let defaults = Server(
+      version: UInt32(ConnectionPreface.currentVersion), compression: .identity,
+      limits: configuration.limits.agreed(with: nil), serverTimeMillis: nil, keepaliveIntervalMillis: nil)
+    state = .open(Open(server: defaults))
     var hello = ClientHello(minVersion: 1, maxVersion: UInt32(ConnectionPreface.currentVersion))
     hello.compressions = configuration.compressions
     hello.limits = configuration.limits.announced
@@ -128,45 +145,51 @@ public struct ClientConnectionStateMachine: Sendable {
     case .preface, .frame:
       break
     }
-    // The common case first, outside the switch: a switch over `(state, element)` would hold a
-    // copy of the open state, and changing it in place would then copy its tables.
-    if case .open = state, case .frame(let frame) = element {
-      guard var open = state.takeOpen() else { return [] }
-      let actions = received(frame, open: &open)
-      state.restore(open)
-      return actions
+    // In place: a switch over `(state, element)` would hold a copy of the open state, and
+    // changing it then would copy its tables.
+    guard var open = state.takeOpen() else { return [] }
+    var actions: [Action] = []
+    switch (element, open.handshake) {
+    case (.frame(let frame), .done): actions = received(frame, open: &open)
+    case (.frame(let frame), .awaitingHello): actions = receivedDuringHandshake(frame, open: &open)
+    case (.preface, .awaitingPreface): open.handshake = .awaitingHello
+    case (.preface, _): actions = violation("a second preface", open: open)
+    case (_, _): actions = violation("expected the server's handshake", open: open)
     }
-    switch (state, element) {
-    case (.idle, _), (.closed, _), (.updating, _):
-      return []
-    case (.awaitingPreface, .preface):
-      state = .awaitingHello
-      return []
-    case (.awaitingHello, .frame(let frame)) where frame.kind == .handshake:
+    state.restore(open)
+    return actions
+  }
+
+  /// A frame before the `ServerHello`: the `ServerHello`, or the GOAWAY of a server refusing
+  /// the connection.
+  private mutating func receivedDuringHandshake(_ frame: Frame, open: inout Open) -> [Action] {
+    switch frame.kind {
+    case .handshake:
       guard let hello = try? ServerHello(serializedBytes: frame.payload), hello.version >= 1,
         hello.version <= UInt32(ConnectionPreface.currentVersion)
-      else { return violation("malformed ServerHello") }
+      else { return violation("malformed ServerHello", open: open) }
       let compression = hello.compression ?? .identity
       guard compression == .identity || configuration.compressions.contains(compression) else {
-        return violation("the server chose \(compression.name), which the client did not offer")
+        return violation("the server chose \(compression.name), which the client did not offer", open: open)
       }
-      let server = Server(
+      open.server = Server(
         version: hello.version, compression: compression, limits: configuration.limits.agreed(with: hello.limits),
         serverTimeMillis: hello.serverTimeMillis, keepaliveIntervalMillis: hello.keepaliveIntervalMillis)
-      state = .open(Open(server: server))
-      return [.connectionReady(server)]
-    case (.awaitingHello, .frame(let frame)) where frame.kind == .goAway:
-      // A server refusing the handshake explains why before closing (the transport reads the
-      // GOAWAY's status and retry-after hint); no call has started yet.
-      return [.close(after: [])]
-    case (.awaitingHello, .frame(let frame)) where !frame.kind.isKnown:
+      open.handshake = .done
+      return [.connectionReady(open.server)]
+    case .goAway:
+      // A server refusing the handshake says why, and when to come back, before closing: the
+      // calls started meanwhile were not served, and end with its status (retryable).
+      let goAway = try? GoAway(serializedBytes: frame.payload)
+      var status = Self.status(.unavailable, "the server refused the connection: \(goAway?.message ?? "")")
+      status.retryAfterMillis = goAway?.retryAfterMillis
+      let finishes = open.calls.sorted().map { Action.finishCall(callID: $0, status: status) }
+      state = .closed
+      return finishes + [.close(after: [])]
+    case let kind where !kind.isKnown:
       return []
-    case (.awaitingPreface, _), (.awaitingHello, _):
-      return violation("expected the server's handshake")
-    case (.open(let open), .preface):
-      return violation("a second preface", open: open)
-    case (.open, .frame), (.open, .message), (.open, .encodedFrames):
-      return []  // handled above
+    default:
+      return violation("expected the server's handshake", open: open)
     }
   }
 
@@ -233,7 +256,7 @@ public struct ClientConnectionStateMachine: Sendable {
   // MARK: Input from the caller
 
   /// Starts a call; returns its id and the actions, or `nil` and no actions when no call can
-  /// start on this connection (not ready yet, going away, closed): the caller's call is then
+  /// start on this connection (not started, going away, closed): the caller's call is then
   /// UNAVAILABLE, to retry on another connection.
   public mutating func startCall(_ start: CallStart) -> (callID: UInt32?, actions: [Action]) {
     guard var open = state.takeOpen() else { return (nil, []) }

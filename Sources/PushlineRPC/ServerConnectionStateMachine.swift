@@ -119,7 +119,10 @@ public struct ServerConnectionStateMachine: Sendable {
   }
 
   private struct Open: Sendable {
-    var peer: Peer
+    /// The agreed limits and the compression of the responses: what the machine needs of the
+    /// peer (the rest, such as the token, is the transport's, from ``Action/connectionReady(_:)``).
+    var limits: ConnectionLimits
+    var compression: Compression
     /// Calls in progress.
     var calls: [UInt32: CallProgress] = [:]
     var highestCallID: UInt32 = 0
@@ -155,7 +158,10 @@ public struct ServerConnectionStateMachine: Sendable {
   private enum State: OpenPhaseState, Sendable {
     /// `updating`: the open connection's tables are out of `state`, being changed in place
     /// (see ``OpenPhaseState``).
-    case awaitingPreface, awaitingHello, open(Open), updating, closed
+    /// Before the handshake, with the refusal to answer it with, if any (kept in the state, not
+    /// beside it: a case's payload no larger than the open phase's costs nothing).
+    case awaitingPreface(refusal: RPCError?), awaitingHello(refusal: RPCError?)
+    case open(Open), updating, closed
 
     var isOpen: Bool {
       if case .open = self { true } else { false }
@@ -174,15 +180,14 @@ public struct ServerConnectionStateMachine: Sendable {
   public static let highestVersion: UInt32 = UInt32(ConnectionPreface.currentVersion)
 
   private let configuration: Configuration
-  private let refusal: RPCError?
-  private var state = State.awaitingPreface
+  private var state: State
 
   /// A machine for a new connection; with a `refusal` (the server is past its accept rate),
   /// one that answers the client's handshake with a GOAWAY carrying the refusal's status and
   /// retry-after hint, then closes — read first, so the client is sure to see why.
   public init(configuration: Configuration = Configuration(), refusal: RPCError? = nil) {
     self.configuration = configuration
-    self.refusal = refusal
+    state = .awaitingPreface(refusal: refusal)
   }
 
   /// Whether the connection has closed or is closing.
@@ -232,14 +237,14 @@ public struct ServerConnectionStateMachine: Sendable {
     switch (state, element) {
     case (.closed, _), (.updating, _):
       return []
-    case (.awaitingPreface, .preface(let preface)):
+    case (.awaitingPreface(let refusal), .preface(let preface)):
       guard preface.version >= 1 else { return violation(.failedPrecondition, "protocol version 0", sendPreface: true) }
-      state = .awaitingHello
+      state = .awaitingHello(refusal: refusal)
       return []
     case (.awaitingPreface, .frame), (.awaitingPreface, .message), (.awaitingPreface, .encodedFrames):
       return violation(.internal, "a frame before the preface", sendPreface: true)
-    case (.awaitingHello, .frame(let frame)) where frame.kind == .handshake:
-      return handshake(frame, serverTimeMillis: serverTimeMillis())
+    case (.awaitingHello(let refusal), .frame(let frame)) where frame.kind == .handshake:
+      return handshake(frame, refusal: refusal, serverTimeMillis: serverTimeMillis())
     case (.awaitingHello, .frame(let frame)) where !frame.kind.isKnown:
       return []
     case (.awaitingHello, _):
@@ -258,7 +263,7 @@ public struct ServerConnectionStateMachine: Sendable {
     return self.violation(.internal, violation.description, sendPreface: true)
   }
 
-  private mutating func handshake(_ frame: Frame, serverTimeMillis: Int64) -> [Action] {
+  private mutating func handshake(_ frame: Frame, refusal: RPCError?, serverTimeMillis: Int64) -> [Action] {
     if let refusal {
       state = .closed
       var goAway = GoAway(lastCallID: 0)
@@ -288,7 +293,7 @@ public struct ServerConnectionStateMachine: Sendable {
     answer.limits = configuration.limits.announced
     answer.serverTimeMillis = serverTimeMillis
     answer.keepaliveIntervalMillis = configuration.keepaliveIntervalMillis
-    state = .open(Open(peer: peer))
+    state = .open(Open(limits: limits, compression: compression))
     return [
       .write([.preface(ConnectionPreface()), .frame(Frame(kind: .handshake, callID: 0, payload: answer.serializedBytes()))]),
       .connectionReady(peer),
@@ -333,8 +338,8 @@ public struct ServerConnectionStateMachine: Sendable {
     if let last = open.lastServedCallID, frame.callID > last {
       return actions += [.write([Self.status(frame.callID, .unavailable, "the server is going away; retry on a new connection")])]
     }
-    guard open.calls.count < open.peer.limits.maxConcurrentCalls else {
-      return actions += [.write([Self.status(frame.callID, .resourceExhausted, "more than \(open.peer.limits.maxConcurrentCalls) concurrent calls")])]
+    guard open.calls.count < open.limits.maxConcurrentCalls else {
+      return actions += [.write([Self.status(frame.callID, .resourceExhausted, "more than \(open.limits.maxConcurrentCalls) concurrent calls")])]
     }
     open.calls[frame.callID] = CallProgress(requests: configuration.pipelinedMethods.contains(start.method) ? .pipelined(unanswered: 0) : .notHeld)
     actions.append(.startCall(callID: frame.callID, start))
@@ -370,7 +375,7 @@ public struct ServerConnectionStateMachine: Sendable {
       case .held:
         return actions += refuse(frame.callID, .invalidArgument, "the method takes one request, got more", open: &open)
       case .pipelined:
-        let maxUnanswered = open.peer.limits.maxConcurrentCalls
+        let maxUnanswered = open.limits.maxConcurrentCalls
         guard open.unansweredRequests < maxUnanswered else {
           return actions += refuse(
             frame.callID, .resourceExhausted, "more than \(maxUnanswered) requests unanswered on this connection's pipelined calls",
@@ -384,16 +389,16 @@ public struct ServerConnectionStateMachine: Sendable {
           "requests not yet ended would hold \(buffered) bytes on this connection, limit \(configuration.maxBufferedRequestBytes)",
           open: &open)
       }
-      switch open.messages.receive(frame, limit: open.peer.limits.maxMessageSize) {
+      switch open.messages.receive(frame, limit: open.limits.maxMessageSize) {
       case .incomplete:
         return
       case .malformed:
         return actions += violation(.internal, "MESSAGE on call \(frame.callID) without a valid compressed flag", open: open)
       case .tooLarge(let bytes):
-        return actions += refuse(frame.callID, .resourceExhausted, "a message of \(bytes) bytes, limit \(open.peer.limits.maxMessageSize)", open: &open)
+        return actions += refuse(frame.callID, .resourceExhausted, "a message of \(bytes) bytes, limit \(open.limits.maxMessageSize)", open: &open)
       case .complete(let flag, let message):
         guard flag <= 1 else { return actions += violation(.internal, "MESSAGE on call \(frame.callID) without a valid compressed flag", open: open) }
-        guard flag == 0 || open.peer.compression != .identity else {
+        guard flag == 0 || open.compression != .identity else {
           return actions += refuse(frame.callID, .internal, "a compressed message on a connection without compression", open: &open)
         }
         if case .pipelined(let unanswered) = progress.requests {
@@ -442,7 +447,7 @@ public struct ServerConnectionStateMachine: Sendable {
       }
     }
     let isLive = index != nil
-    let maxFrameSize = open.peer.limits.maxFrameSize
+    let maxFrameSize = open.limits.maxFrameSize
     // Back in place before the transport writes: a handler re-entered by the write finds the
     // connection's state, not the placeholder.
     state.restore(consume open)
@@ -456,7 +461,7 @@ public struct ServerConnectionStateMachine: Sendable {
   /// ``write(_:compressed:callID:to:)``; `nil` when the call is over.
   public func maxFrameSize(forResponsesTo callID: UInt32) -> Int? {
     guard case .open(let open) = state, open.calls.index(forKey: callID) != nil else { return nil }
-    return open.peer.limits.maxFrameSize
+    return open.limits.maxFrameSize
   }
 
   /// Responses encoded straight into their frames were written: activity on the connection, as

@@ -162,12 +162,13 @@ final class ClientConnectionHandler: ChannelInboundHandler {
   func startPipeline(_ handle: RPCConnection.CallHandle, method: String) {
     guard isOpen, !handle.isCancelled else { return }  // its sends fail: the call is not there
     let (callID, actions) = machine.startCall(CallStart(method: method))
-    guard let callID, let server else {
+    guard let callID, let limits = machine.limits else {
       handle.endReason = closedReason  // a GOAWAY came: the sends fail with its retry hint
       return
     }
     handle.callID = callID
-    if pipelineWindow == nil { pipelineWindow = PipelineWindow(size: server.limits.maxConcurrentCalls) }
+    // Before the handshake, the protocol's default; resized to the server's once it is done.
+    if pipelineWindow == nil { pipelineWindow = PipelineWindow(size: limits.maxConcurrentCalls) }
     calls[callID] = Call(handle: handle, waiter: .pipeline(PipelineWaiters()))
     execute(actions)
   }
@@ -236,7 +237,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
 
   /// Sends a PING with `payload` and resumes `pong` when its PONG arrives.
   func ping(payload: [UInt8], _ pong: CheckedContinuation<Void, any Error>) {
-    guard isOpen, server != nil else { return pong.resume(throwing: closedReason) }
+    guard isOpen, machine.limits != nil else { return pong.resume(throwing: closedReason) }  // started
     pings[payload] = pong
     execute(machine.ping(payload: payload))
   }
@@ -253,6 +254,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         for element in elements { output?.write(element) }
       case .connectionReady(let settled):
         server = settled
+        pipelineWindow?.resize(to: settled.limits.maxConcurrentCalls, send: sendRequest, halfClose: halfClose)
         ready.succeed(settled)
       case .deliverMessage(let callID, let payload, let compressed):
         deliver(payload, compressed: compressed, callID: callID)

@@ -6,11 +6,14 @@ import NIOCore
 /// loop turns, each with its own flush; 16 reads into buffers growing to 256 KiB let one turn
 /// take in a whole burst, answered by one flush (DESIGN.md measured 122k against 682k
 /// messages/s for a fan-out server). A channel keeps its receive buffer between reads, so they
-/// start at 256 bytes — a handshake fits in one or two — and idle connections stay small; a
-/// busy one's grows with its reads.
+/// start small, and idle connections stay small; a busy one's grows with its reads. Small, but
+/// at 512 bytes large enough for a client's first flight — preface, `ClientHello` with its
+/// token, and the first calls sent with it: a flight split over two reads leaves the channel
+/// holding a second, larger buffer for good (the first is still held by the frame decoder when
+/// the second read comes), a kilobyte more per idle connection.
 enum ConnectionReads {
   /// `ChannelOptions.maxMessagesPerRead`.
   static let maxMessagesPerRead: UInt = 16
   /// `ChannelOptions.recvAllocator`.
-  static let receiveBuffers = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 256 << 10)
+  static let receiveBuffers = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 256 << 10)
 }

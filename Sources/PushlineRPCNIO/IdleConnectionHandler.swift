@@ -13,7 +13,9 @@ import PushlineWire
 ///   the peer answers (client keepalive).
 ///
 /// It checks once a period on the event loop's own clock (so tests drive it with
-/// `EmbeddedEventLoop.advanceTime`), rather than rescheduling a timer on every read.
+/// `EmbeddedEventLoop.advanceTime`), rather than rescheduling a timer on every read. Its timers
+/// are scheduled callbacks, not tasks: no promise, future or closure per check, which an idle
+/// connection would otherwise hold all its life (about 170 bytes).
 public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
   public typealias InboundIn = ConnectionElement
   public typealias InboundOut = ConnectionElement
@@ -24,8 +26,9 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
   private let pingInterval: TimeAmount?
   private var readSinceCheck = false
   private var wroteSinceCheck = false
-  private var readCheck: Scheduled<Void>?
-  private var pingCheck: Scheduled<Void>?
+  private var readCheck: NIOScheduledCallback?
+  private var pingCheck: NIOScheduledCallback?
+  private var context: ChannelHandlerContext?
 
   /// A handler with either or both behaviours.
   public init(readTimeout: TimeAmount? = nil, pingInterval: TimeAmount? = nil) {
@@ -34,6 +37,7 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
   }
 
   public func handlerAdded(context: ChannelHandlerContext) {
+    self.context = context
     if context.channel.isActive { startChecks(context: context) }
   }
 
@@ -49,6 +53,7 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
 
   public func handlerRemoved(context: ChannelHandlerContext) {
     stopChecks()
+    self.context = nil
   }
 
   public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -63,13 +68,8 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
 
   private func startChecks(context: ChannelHandlerContext) {
     guard readCheck == nil, pingCheck == nil else { return }
-    let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-    if let readTimeout {
-      readCheck = context.eventLoop.scheduleTask(in: readTimeout) { loopBound.value.0.checkReads(context: loopBound.value.1) }
-    }
-    if let pingInterval {
-      pingCheck = context.eventLoop.scheduleTask(in: pingInterval) { loopBound.value.0.checkWrites(context: loopBound.value.1) }
-    }
+    if let readTimeout { readCheck = schedule(.reads, in: readTimeout, on: context.eventLoop) }
+    if let pingInterval { pingCheck = schedule(.writes, in: pingInterval, on: context.eventLoop) }
   }
 
   private func stopChecks() {
@@ -77,6 +77,27 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
     pingCheck?.cancel()
     readCheck = nil
     pingCheck = nil
+  }
+
+  /// Schedules the next check of `kind`; `nil` once the loop is shutting down (and the channel
+  /// with it).
+  private func schedule(_ kind: Check.Kind, in delay: TimeAmount, on eventLoop: any EventLoop) -> NIOScheduledCallback? {
+    try? eventLoop.assumeIsolated().scheduleCallback(in: delay, handler: Check(handler: self, kind: kind))
+  }
+
+  /// A timer's callback: the handler and which check is due.
+  private struct Check: NIOScheduledCallbackHandler {
+    enum Kind { case reads, writes }
+    let handler: IdleConnectionHandler
+    let kind: Kind
+
+    func handleScheduledCallback(eventLoop: some EventLoop) {
+      guard let context = handler.context else { return }
+      switch kind {
+      case .reads: handler.checkReads(context: context)
+      case .writes: handler.checkWrites(context: context)
+      }
+    }
   }
 
   private func checkReads(context: ChannelHandlerContext) {
@@ -92,8 +113,7 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
       return
     }
     readSinceCheck = false
-    let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-    readCheck = context.eventLoop.scheduleTask(in: readTimeout) { loopBound.value.0.checkReads(context: loopBound.value.1) }
+    readCheck = schedule(.reads, in: readTimeout, on: context.eventLoop)
   }
 
   private func checkWrites(context: ChannelHandlerContext) {
@@ -103,8 +123,7 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
       context.writeAndFlush(wrapOutboundOut(.frame(Frame(kind: .ping, callID: 0, payload: payload))), promise: nil)
     }
     wroteSinceCheck = false
-    let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-    pingCheck = context.eventLoop.scheduleTask(in: pingInterval) { loopBound.value.0.checkWrites(context: loopBound.value.1) }
+    pingCheck = schedule(.writes, in: pingInterval, on: context.eventLoop)
   }
 }
 

@@ -16,7 +16,7 @@ final class PipelineWindow {
     var answer: CheckedContinuation<[UInt8], any Error>
   }
 
-  private let size: Int
+  private var size: Int
   private var unanswered = 0
   /// Requests waiting for room, oldest first.
   private var queued = CircularBuffer<Queued>()
@@ -48,6 +48,13 @@ final class PipelineWindow {
       transmit(waiting.request, callID: waiting.callID, waiters: waiting.waiters, answer: waiting.answer, send: send)
       if waiting.waiters.isClosing, waiting.waiters.queued == 0 { halfClose(waiting.callID) }
     }
+  }
+
+  /// The server's handshake settled the window at `size` (the window was opened before it, at
+  /// the protocol's default): requests waiting go out if it grew.
+  func resize(to size: Int, send: Send, halfClose: (_ callID: UInt32) -> Void) {
+    self.size = size
+    free(0, send: send, halfClose: halfClose)
   }
 
   /// The call `callID` has ended: its requests still waiting fail with `error`.

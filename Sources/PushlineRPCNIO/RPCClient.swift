@@ -27,10 +27,15 @@ public enum RPCClient {
     }
   }
 
-  /// Connects, completes the handshake, runs `body` with the connection, then closes it.
+  /// Connects, runs `body` with the connection, then closes it.
+  ///
+  /// `body` runs once the TCP connection is up, without waiting for the server's handshake: its
+  /// first calls go out with the `ClientHello`, so that connecting and subscribing costs one round
+  /// trip — what a reconnect storm of thousands of clients pays for.
   ///
   /// - Throws: ``RPCError`` with UNAVAILABLE when the server cannot be reached or refuses the
-  ///   handshake (the GOAWAY's reason in the message), and whatever `body` throws.
+  ///   handshake (the GOAWAY's reason and retry-after hint in it; the calls `body` started
+  ///   meanwhile fail with it too), and whatever `body` throws.
   public static func withConnection<Result: Sendable>(
     host: String, port: Int, configuration: ClientConnectionStateMachine.Configuration = .init(),
     keepalive: Keepalive = Keepalive(), _ body: (RPCConnection) async throws -> Result
@@ -57,8 +62,8 @@ public enum RPCClient {
       throw RPCError(code: .unavailable, message: "cannot connect to \(host):\(port): \(error)")
     }
     do {
-      _ = try await connection.ready()
       let result = try await body(connection)
+      _ = try await connection.ready()  // a refused handshake throws, even when `body` made no call
       await connection.close()
       return result
     } catch {

@@ -44,11 +44,14 @@ struct ReconnectStormTests {
       let port = address.port!
       try await RPCClient.withConnection(host: "127.0.0.1", port: port) { admitted in
         // One token a second: of five more connections made at once, most are refused
-        // (all five admitted would take four seconds).
+        // (all five admitted would take four seconds). Each makes a call at once, sent with its
+        // ClientHello: on a refused connection, the call fails with the refusal and its hint.
         var refusals: [RPCError] = []
         for _ in 0..<5 {
           do {
-            try await RPCClient.withConnection(host: "127.0.0.1", port: port) { _ in }
+            try await RPCClient.withConnection(host: "127.0.0.1", port: port) { connection in
+              _ = try await connection.unary(HealthService.checkMethod, request: HealthCheckRequest(), response: HealthCheckResponse.self)
+            }
           } catch let error as RPCError {
             refusals.append(error)
           }

@@ -127,13 +127,20 @@ struct ConnectionStateMachinesTests {
     pair.client(startSecond)
     let ends = pair.client.connectionClosed()
     #expect(ends.count == 2)
-    for (action, id) in zip(ends, [first, second]) {
-      guard case .finishCall(let callID, let status) = action else {
-        Issue.record("expected finishCall, got \(action)")
-        continue
-      }
-      #expect(callID == id)
+    for status in Self.statuses(ending: [first, second], in: ends) {
       #expect(status.code == StatusCode.unavailable.rawValue)
+    }
+  }
+
+  /// The statuses of the `finishCall` actions that begin `actions`, which must end the calls
+  /// `ids` in order.
+  static func statuses(ending ids: [UInt32?], in actions: [ClientConnectionStateMachine.Action]) -> [CallStatus] {
+    zip(actions, ids).compactMap { action, id in
+      guard case .finishCall(let callID, let status) = action, callID == id else {
+        Issue.record("expected call \(id.map(String.init) ?? "nil") to end, got \(action)")
+        return nil
+      }
+      return status
     }
   }
 
@@ -141,6 +148,95 @@ struct ConnectionStateMachinesTests {
     var pair = Pair.connected()
     pair.client(pair.client.ping(payload: [8, 7, 6, 5, 4, 3, 2, 1]))
     #expect(pair.clientEvents.last == .pongReceived(payload: [8, 7, 6, 5, 4, 3, 2, 1]))
+  }
+
+  /// The elements `actions` write, in order.
+  static func written(_ actions: [ClientConnectionStateMachine.Action]) -> [ConnectionElement] {
+    actions.flatMap { action -> [ConnectionElement] in
+      if case .write(let elements) = action { elements } else { [] }
+    }
+  }
+
+  @Test func callsStartedBeforeTheServerHelloGoOutWithTheClientHelloAndAreServed() throws {
+    let large = ConnectionLimits(maxFrameSize: 4 << 20, maxMessageSize: 8 << 20, maxConcurrentCalls: 1_000)
+    var client = ClientConnectionStateMachine(configuration: .init(limits: large, authToken: "t"))
+    var server = ServerConnectionStateMachine(configuration: .init(limits: large))
+    var flight = Self.written(client.start())
+    // Until the ServerHello, the protocol's defaults: a 1.5 MiB request crosses in two frames.
+    #expect(client.limits == .defaults)
+    let (callID, start) = client.startCall(CallStart(method: "/m"))
+    let id = try #require(callID)
+    flight += Self.written(start)
+    flight += Self.written(client.send(message: Array(repeating: 7, count: 3 << 19), compressed: false, callID: id))
+    flight += Self.written(client.halfClose(callID: id))
+    #expect(flight.filter { if case .frame(let frame) = $0 { frame.kind == .message } else { false } }.count == 2)
+
+    // The server reads the whole flight at once: the handshake first, then the call.
+    var answer: [ConnectionElement] = []
+    var events: [ServerConnectionStateMachine.Action] = []
+    for element in flight {
+      for action in server.received(element, serverTimeMillis: 42) {
+        if case .write(let elements) = action { answer += elements } else { events.append(action) }
+      }
+    }
+    #expect(events.count == 4)  // ready, the call's start, its request, its end of requests
+    #expect(events.contains(.deliverMessage(callID: id, payload: ArraySlice(repeating: 7, count: 3 << 19), compressed: false)))
+    for action in server.send(message: [3], compressed: false, callID: id) + server.finishCall(callID: id, status: CallStatus(code: 0)) {
+      if case .write(let elements) = action { answer += elements }
+    }
+
+    let received = answer.flatMap { client.received($0) }
+    guard received.count == 3, case .connectionReady = received[0], case .finishCall(id, let status) = received[2] else {
+      Issue.record("expected ready, the response and the call's end, got \(received)")
+      return
+    }
+    #expect(received[1] == .deliverMessage(callID: id, payload: [3], compressed: false))
+    #expect(status.code == 0)
+    #expect(client.limits == large)
+  }
+
+  @Test func aRefusedConnectionEndsTheCallsStartedBeforeItsServerHelloWithTheRetryHint() throws {
+    var client = ClientConnectionStateMachine(configuration: .init(authToken: "t"))
+    var server = ServerConnectionStateMachine(
+      refusal: RPCError(code: .unavailable, message: "too many connections", retryAfterMillis: 250))
+    var flight = Self.written(client.start())
+    let (first, startFirst) = client.startCall(CallStart(method: "/a"))
+    let (second, startSecond) = client.startCall(CallStart(method: "/b"))
+    flight += Self.written(startFirst + startSecond)
+    var answer: [ConnectionElement] = []
+    for element in flight {
+      for action in server.received(element, serverTimeMillis: 42) {
+        switch action {
+        case .write(let elements), .close(let elements): answer += elements
+        default: Issue.record("a refusing server serves no call: \(action)")
+        }
+      }
+    }
+    let received = answer.flatMap { client.received($0) }
+    guard received.count == 3, case .close = received[2] else {
+      Issue.record("expected both calls to end, then a close, got \(received)")
+      return
+    }
+    for status in Self.statuses(ending: [first, second], in: received) {
+      #expect(status.code == StatusCode.unavailable.rawValue)
+      #expect(status.retryAfterMillis == 250)
+      #expect(status.message?.contains("too many connections") == true)
+    }
+    #expect(client.isClosed)
+  }
+
+  @Test func aFrameOtherThanTheHandshakeBeforeTheServerHelloEndsTheEarlyCalls() throws {
+    var client = ClientConnectionStateMachine()
+    _ = client.start()
+    let (callID, _) = client.startCall(CallStart(method: "/m"))
+    _ = client.received(.preface(ConnectionPreface()))
+    let actions = client.received(.frame(Frame(kind: .message, callID: try #require(callID), payload: [0, 1])))
+    guard actions.count == 2, case .finishCall(callID, let status) = actions[0], case .close = actions[1] else {
+      Issue.record("expected the call to end, then a GOAWAY and a close, got \(actions)")
+      return
+    }
+    #expect(status.code == StatusCode.internal.rawValue)
+    #expect(client.isClosed)
   }
 
   @Test func aServerThatChoosesAnUnofferedCompressionIsAViolation() {

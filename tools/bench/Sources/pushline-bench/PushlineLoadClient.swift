@@ -133,6 +133,9 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
 
   func channelActive(context: ChannelHandlerContext) {
     run(machine.start(), context: context)
+    // The Subscribe goes out with the ClientHello, as `RPCClient` sends its first calls: one
+    // round trip to a live subscription.
+    subscribe(context: context)
     burst.send(context: context)
     context.fireChannelActive()
   }
@@ -188,12 +191,9 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
 
   private func handle(_ action: ClientConnectionStateMachine.Action, context: ChannelHandlerContext) {
     switch action {
-    case .connectionReady:
-      guard request != nil else {
-        isSubscribed = true
-        return subscribed.succeed()
-      }
-      subscribe(context: context)
+    case .connectionReady where request == nil:
+      isSubscribed = true
+      subscribed.succeed()
     case .finishCall(_, let status):
       // Refused by the broker's admission limit: subscribe again when it says, as clients do.
       if !isSubscribed, status.code == StatusCode.unavailable.rawValue, let wait = status.retryAfterMillis {
@@ -213,7 +213,7 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
     }
   }
 
-  /// Starts the Subscribe call.
+  /// Starts the Subscribe call, if the subscriber has a topic.
   private func subscribe(context: ChannelHandlerContext) {
     guard let request else { return }
     let (id, start) = machine.startCall(CallStart(method: BrokerService.subscribeMethod))
