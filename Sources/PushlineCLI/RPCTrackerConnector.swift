@@ -25,6 +25,10 @@ struct RPCTrackerConnector: TrackerConnector {
       try await connection.unary(BrokerService.getCardsMethod, request: GetCardsRequest(topic: topic), response: TopicUpdate.self)
     }
 
+    func established() async throws {
+      try await connection.handshake()
+    }
+
     func updates(from positions: [TopicPosition]) -> AsyncThrowingStream<TopicUpdate, any Error> {
       .relaying(
         connection.serverStreaming(

@@ -65,7 +65,9 @@ public final class ConnectionManager: Sendable {
       do {
         try await connector.withSession { session in
           try await withThrowingTaskGroup(of: Void.self) { group in
+            // The services' first calls go out with the handshake; live once it is answered.
             for service in services { group.addTask { try await service.run(in: session, tracker: self.tracker) } }
+            try await session.established()
             update(.live)
             failures = 0
             attempts = 0

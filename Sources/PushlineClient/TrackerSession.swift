@@ -9,6 +9,14 @@ public protocol TrackerSession: Sendable {
   /// The topics' updates from `positions` on (`/pushline.Tracker/Subscribe`); the stream
   /// throws the call's error when it ends.
   func updates(from positions: [TopicPosition]) -> AsyncThrowingStream<TopicUpdate, any Error>
+  /// Returns once the broker has accepted the connection (its handshake), or throws why not: a
+  /// transport may send the first calls before that, so a session is not live until then.
+  func established() async throws
+}
+
+extension TrackerSession {
+  /// A session that exists only once its connection is accepted (in process, in tests).
+  public func established() async throws {}
 }
 
 /// Opens sessions: connects, runs `body` with the live session, and disconnects when it returns.

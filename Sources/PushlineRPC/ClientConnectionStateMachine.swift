@@ -179,9 +179,11 @@ public struct ClientConnectionStateMachine: Sendable {
       return [.connectionReady(open.server)]
     case .goAway:
       // A server refusing the handshake says why, and when to come back, before closing: the
-      // calls started meanwhile were not served, and end with its status (retryable).
+      // calls started meanwhile were not served, and end with its status — UNAVAILABLE past its
+      // accept rate (retry after the hint), FAILED_PRECONDITION with no common version.
       let goAway = try? GoAway(serializedBytes: frame.payload)
-      var status = Self.status(.unavailable, "the server refused the connection: \(goAway?.message ?? "")")
+      var status = CallStatus(code: goAway?.code ?? StatusCode.unavailable.rawValue)
+      status.message = "the server refused the connection: \(goAway?.message ?? "")"
       status.retryAfterMillis = goAway?.retryAfterMillis
       let finishes = open.calls.sorted().map { Action.finishCall(callID: $0, status: status) }
       state = .closed
@@ -308,8 +310,8 @@ public struct ClientConnectionStateMachine: Sendable {
     return [.close(after: [])]
   }
 
-  /// Closes the connection with a GOAWAY; `open` is the connection's state if the handshake
-  /// was done (its calls end with INTERNAL).
+  /// Closes the connection with a GOAWAY; `open` is the connection's state once started (its
+  /// calls end with INTERNAL).
   private mutating func violation(_ message: String, open: Open? = nil) -> [Action] {
     guard !isClosed else { return [] }
     let finishes = open.map { finishAll($0, .internal, "protocol violation: \(message)") } ?? []

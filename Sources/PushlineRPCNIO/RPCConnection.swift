@@ -51,6 +51,13 @@ public final class RPCConnection: Sendable {
     self.handler = handler
   }
 
+  /// Returns once the server has answered the handshake, or throws ``RPCError`` UNAVAILABLE
+  /// with its refusal (and retry-after hint): calls need not wait for it, but a client that
+  /// reports itself connected should.
+  public func handshake() async throws {
+    _ = try await ready()
+  }
+
   /// Waits for the handshake and returns what it settled.
   func ready() async throws -> ClientConnectionStateMachine.Server {
     try await withCheckedThrowingContinuation { settled in

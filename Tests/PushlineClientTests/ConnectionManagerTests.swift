@@ -12,6 +12,8 @@ final class ScriptedConnector: TrackerConnector {
     case refuse(any Error)
     /// Serves GetCards with `snapshot`, streams `updates`, then fails with `error`.
     case serve(snapshot: TopicUpdate?, updates: [TopicUpdate], then: any Error)
+    /// Starts a session, whose calls are sent, but whose handshake the broker refuses.
+    case refuseHandshake(any Error)
   }
 
   private let steps: Mutex<[Step]>
@@ -27,6 +29,8 @@ final class ScriptedConnector: TrackerConnector {
     switch step {
     case .refuse(let error): throw error
     case .serve(let snapshot, let updates, let error): try await body(Session(connector: self, snapshot: snapshot, updates: updates, error: error))
+    case .refuseHandshake(let error):
+      try await body(Session(connector: self, snapshot: nil, updates: [], error: error, handshakeError: error))
     }
   }
 
@@ -35,6 +39,11 @@ final class ScriptedConnector: TrackerConnector {
     let snapshot: TopicUpdate?
     let updates: [TopicUpdate]
     let error: any Error
+    var handshakeError: (any Error)?
+
+    func established() async throws {
+      if let handshakeError { throw handshakeError }
+    }
 
     func cards(in topic: String) async throws -> TopicUpdate {
       connector.pulls.withLock { $0 += 1 }
@@ -68,6 +77,14 @@ struct ConnectionManagerTests {
       unitRandom: { 1 })
     await manager.run()
     return (tracker, manager, sleeps.withLock { $0 })
+  }
+
+  @Test func aSessionWhoseHandshakeIsRefusedIsNeverLiveAndKeepsBackingOff() async throws {
+    let refused = RPCError(code: .unavailable, message: "refused")
+    let connector = ScriptedConnector([.refuseHandshake(refused), .refuseHandshake(refused), .refuseHandshake(refused)])
+    // A session reported live would reset the backoff: 250 ms each time.
+    let (_, _, sleeps) = try await run(connector)
+    #expect(Array(sleeps.prefix(3)) == [.milliseconds(250), .milliseconds(500), .seconds(1)])
   }
 
   @Test func failuresBackOffExponentiallyUpToTheCapAndALiveSessionResetsIt() async throws {
