@@ -105,16 +105,38 @@ final class FlushCoalescer {
     if !wasReading { flush() }
   }
 
-  /// Writes `elements`, flushes, and closes the channel once the last of them is written (a
-  /// GOAWAY that must reach the peer before the close).
+  /// How long a closing connection waits for its peer to close its side (see ``close(after:)``).
+  static let lingering = TimeAmount.seconds(2)
+
+  /// Writes `elements` and flushes; once the last of them is written (a GOAWAY that must reach
+  /// the peer), closes the channel's output, then the channel when the peer has closed its side
+  /// too, or after ``lingering``.
+  ///
+  /// Not at once: the peer may still be sending (the calls a client starts with its handshake,
+  /// on a connection refused past the accept rate), and a socket closed with bytes unread sends
+  /// a reset, which can destroy what is still on its way to the peer — the GOAWAY that says why,
+  /// and when to come back. What arrives meanwhile is read and dropped (the state machine is
+  /// closed).
   func close(after elements: [ConnectionElement]) {
     let channel = context.channel
-    guard let last = elements.last else { return channel.close(promise: nil) }
-    for element in elements.dropLast() { write(element) }
     let written = context.eventLoop.makePromise(of: Void.self)
-    write(last, promise: written)
-    flush()
-    written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+    if let last = elements.last {
+      for element in elements.dropLast() { write(element) }
+      write(last, promise: written)
+      flush()
+    } else {
+      written.succeed()
+    }
+    written.futureResult.whenComplete { _ in
+      let outputClosed = channel.eventLoop.makePromise(of: Void.self)
+      channel.close(mode: .output, promise: outputClosed)
+      outputClosed.futureResult.whenComplete { result in
+        // A channel that cannot close its output alone (or has closed already) closes whole.
+        guard case .success = result else { return channel.close(promise: nil) }
+        let deadline = channel.eventLoop.scheduleTask(in: Self.lingering) { channel.close(promise: nil) }
+        channel.closeFuture.whenComplete { _ in deadline.cancel() }
+      }
+    }
   }
 
   /// Flushes the writes made so far, if any.

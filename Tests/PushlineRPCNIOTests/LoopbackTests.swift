@@ -1,4 +1,5 @@
 import NIOCore
+import NIOPosix
 import PushlineRPC
 import PushlineRPCNIO
 import PushlineSchema
@@ -222,6 +223,27 @@ struct LoopbackTests {
         #expect(received.getInteger(at: ConnectionPreface.size + 3, as: UInt8.self) == FrameKind.goAway.rawValue)
         let still = try await connection.unary(Self.echo, request: MetadataEntry(key: "still"), response: MetadataEntry.self)
         #expect(still.key == "still")
+      }
+    }
+  }
+
+  /// A server closing a connection with a GOAWAY closes its output and reads on: a socket
+  /// closed with bytes unread answers with a reset, which can destroy the GOAWAY on its way
+  /// over a real network (and the retry hint of a connection refused past the accept rate,
+  /// whose client goes on sending the calls it started with its handshake).
+  @Test func aServerClosingWithAGoAwayReadsWhatThePeerStillSendsRatherThanResetIt() async throws {
+    try await Self.withServer { port in
+      try await NIOThreadPool.singleton.runIfActive {  // blocking socket calls, off the tasks' threads
+        let socket = try BlockingSocket(port: port)
+        try socket.send(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        let answer = try RawPeer.elements(in: ByteBuffer(bytes: try socket.receiveUntilEndOfStream()))
+        guard case .frame(let frame)? = answer.last, frame.kind == .goAway else {
+          Issue.record("expected a GOAWAY, then the end of the stream; got \(answer)")
+          return
+        }
+        // Closed with its peer's bytes unread, the server's socket would reset the connection,
+        // and the second send would fail.
+        for _ in 0..<3 { try socket.send(Array(repeating: 0, count: 4096)) }
       }
     }
   }
