@@ -51,9 +51,9 @@ public final class RPCConnection: Sendable {
     self.handler = handler
   }
 
-  /// Returns once the server has answered the handshake, or throws ``RPCError`` UNAVAILABLE
-  /// with its refusal (and retry-after hint): calls need not wait for it, but a client that
-  /// reports itself connected should.
+  /// Returns once the server has answered the handshake, or throws ``RPCError`` with its
+  /// refusal (UNAVAILABLE and a retry-after hint past its accept rate) or the connection's end:
+  /// calls need not wait for it, but a client that reports itself connected should.
   public func handshake() async throws {
     _ = try await ready()
   }
