@@ -160,6 +160,15 @@ public struct ClientConnectionStateMachine: Sendable {
     return actions
   }
 
+  /// The status of a connection the server refused with `goAway` in place of its `ServerHello`:
+  /// the GOAWAY's code (UNAVAILABLE when it has none), reason and retry-after hint.
+  public static func refusalStatus(of goAway: GoAway?) -> CallStatus {
+    var status = CallStatus(code: goAway?.code ?? StatusCode.unavailable.rawValue)
+    status.message = "the server refused the connection: \(goAway?.message ?? "")"
+    status.retryAfterMillis = goAway?.retryAfterMillis
+    return status
+  }
+
   /// A frame before the `ServerHello`: the `ServerHello`, or the GOAWAY of a server refusing
   /// the connection.
   private mutating func receivedDuringHandshake(_ frame: Frame, open: inout Open) -> [Action] {
@@ -181,10 +190,7 @@ public struct ClientConnectionStateMachine: Sendable {
       // A server refusing the handshake says why, and when to come back, before closing: the
       // calls started meanwhile were not served, and end with its status — UNAVAILABLE past its
       // accept rate (retry after the hint), FAILED_PRECONDITION with no common version.
-      let goAway = try? GoAway(serializedBytes: frame.payload)
-      var status = CallStatus(code: goAway?.code ?? StatusCode.unavailable.rawValue)
-      status.message = "the server refused the connection: \(goAway?.message ?? "")"
-      status.retryAfterMillis = goAway?.retryAfterMillis
+      let status = Self.refusalStatus(of: try? GoAway(serializedBytes: frame.payload))
       let finishes = open.calls.sorted().map { Action.finishCall(callID: $0, status: status) }
       state = .closed
       return finishes + [.close(after: [])]

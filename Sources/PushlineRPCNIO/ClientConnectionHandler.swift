@@ -104,9 +104,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     if server == nil, case .frame(let frame) = element, frame.kind == .goAway, let goAway = try? GoAway(serializedBytes: frame.payload) {
       // Past the server's accept rate, the GOAWAY says when to come back (UNAVAILABLE); with
       // no common version, that retrying will not help (FAILED_PRECONDITION).
-      closedReason = RPCError(
-        code: goAway.code.flatMap(StatusCode.init(rawValue:)) ?? .unavailable,
-        message: "the server refused the connection: \(goAway.message ?? "")", retryAfterMillis: goAway.retryAfterMillis)
+      closedReason = RPCError(status: ClientConnectionStateMachine.refusalStatus(of: goAway))
     }
     execute(machine.received(element))
   }
