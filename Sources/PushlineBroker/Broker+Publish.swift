@@ -143,17 +143,22 @@ extension Broker {
   /// from elsewhere, run on the global executor: an event loop runs every job queued during
   /// its turn before it reads again, so a committer that stayed would keep that loop from its
   /// sockets for as long as other connections kept it busy.
+  ///
+  /// Whether there is a next batch is settled before leaving: usually there is none (one
+  /// publishing connection's burst was the whole batch), and a hop to the global executor just
+  /// to find that out would wake another thread for every commit.
   private func commitPending() async {
-    guard await commitNextBatch() else { return }
+    guard let (batch, publishes) = takePendingBatch() else { return }
+    await commit(batch, publishes)
+    guard let (next, nextPublishes) = takePendingBatch() else { return }
     await withTaskExecutorPreference(globalConcurrentExecutor) {
-      while await commitNextBatch() {}
+      await commit(next, nextPublishes)
+      while let (batch, publishes) = takePendingBatch() { await commit(batch, publishes) }
     }
   }
 
-  /// Commits what is pending, applies it and answers its publishers (or fails them); `false`
-  /// when nothing was pending, which ends the committing.
-  private func commitNextBatch() async -> Bool {
-    guard let (batch, publishes) = takePendingBatch() else { return false }
+  /// Commits `batch`, applies it and answers its `publishes` (or fails them).
+  private func commit(_ batch: StorageBatch, _ publishes: [PendingPublish]) async {
     let clock = ContinuousClock()
     let started = clock.now
     do {
@@ -171,10 +176,9 @@ extension Broker {
         return intake.committing
       }
       for publish in failed { publish.fail(failure) }
-      return true
+      return
     }
     applyCommitted(batch, publishes)
-    return true
   }
 
   /// Takes what is pending for the next commit (under the intake's lock, briefly), and builds
