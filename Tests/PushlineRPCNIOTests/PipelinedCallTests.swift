@@ -3,6 +3,7 @@ import NIOCore
 import PushlineRPC
 import PushlineRPCNIO
 import PushlineSchema
+import PushlineWire
 import Synchronization
 import Testing
 
@@ -104,6 +105,53 @@ struct PipelinedCallTests {
       // An OutageState with no fields is not a MetadataEntry: its required key is missing.
       let pipeline = connection.pipeline(Self.echo, request: OutageState.self, response: MetadataEntry.self)
       await #expect { try await pipeline.send(OutageState()) } throws: { ($0 as? RPCError)?.code == .invalidArgument }
+    }
+  }
+
+  /// A pipeline opened before the server's handshake keeps to the protocol's default window
+  /// (100 requests unanswered); when the ServerHello agrees on a larger one, the requests
+  /// waiting for room go out at once, before any answer frees room.
+  @Test(.timeLimit(.minutes(1))) func aPipelineOpenedBeforeTheHandshakeGrowsToTheAgreedWindow() async throws {
+    let (defaultWindow, agreedWindow) = (ConnectionLimits.defaults.maxConcurrentCalls, 150)
+    let configuration = {
+      var configuration = ClientConnectionStateMachine.Configuration(compressions: [])
+      configuration.limits.maxConcurrentCalls = agreedWindow
+      return configuration
+    }()
+    try await RawServer.run { port in
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port, configuration: configuration) { connection in
+        let pipeline = connection.pipeline(Self.held, request: MetadataEntry.self, response: MetadataEntry.self)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+          for index in 0..<agreedWindow {
+            group.addTask {
+              let answer = try await pipeline.send(MetadataEntry(key: "\(index)"))
+              #expect(answer.key == "\(index)")
+            }
+          }
+          try await group.waitForAll()
+        }
+      }
+    } serve: { server in
+      var requests: [(callID: UInt32, key: String)] = []
+      func readRequests(upTo count: Int) async throws {
+        while requests.count < count {
+          guard case .frame(let frame) = try await server.next(), frame.kind == .message else { continue }
+          // (The payload's first byte says whether it is compressed; nothing was offered.)
+          requests.append((frame.callID, try MetadataEntry(serializedBytes: Array(frame.payload.dropFirst())).key))
+        }
+      }
+      try await readRequests(upTo: defaultWindow)
+      var hello = ServerHello(version: 1)
+      var limits = Limits()
+      limits.maxConcurrentCalls = UInt32(agreedWindow)
+      hello.limits = limits
+      try await server.send(ConnectionPreface().bytes + Frame(kind: .handshake, callID: 0, payload: hello.serializedBytes()).bytes)
+      // Without the window growing, the other 50 would wait for answers this server gives
+      // only once they have all arrived.
+      try await readRequests(upTo: agreedWindow)
+      for (callID, key) in requests {
+        try await server.send(Frame(kind: .message, callID: callID, payload: [0] + MetadataEntry(key: key).serializedBytes()).bytes)
+      }
     }
   }
 
