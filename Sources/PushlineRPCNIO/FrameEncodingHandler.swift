@@ -22,6 +22,13 @@ final class FrameEncodingHandler: ChannelOutboundHandler {
 
   /// The frames written since the last flush, not yet passed down.
   private var pending: ByteBuffer?
+  /// The channel's allocator, looked up once rather than through the context (pipeline,
+  /// channel, reference counts) on every write.
+  private var allocator = ByteBufferAllocator()
+
+  func handlerAdded(context: ChannelHandlerContext) {
+    allocator = context.channel.allocator
+  }
 
   func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
     let element = unwrapOutboundIn(data)
@@ -34,13 +41,13 @@ final class FrameEncodingHandler: ChannelOutboundHandler {
     }
     guard size < Self.batchLimit else {
       writePending(context: context)
-      var buffer = context.channel.allocator.buffer(capacity: size)
+      var buffer = allocator.buffer(capacity: size)
       FrameEncoder().encode(data: element, out: &buffer)
       return context.write(wrapOutboundOut(buffer), promise: promise)
     }
     // Sized for the first frame and grown as frames join it: a buffer passed down holds at most
     // twice its bytes, however few frames it carries (a slow reader's queue stays small).
-    var buffer = pending ?? context.channel.allocator.buffer(capacity: size)
+    var buffer = pending ?? allocator.buffer(capacity: size)
     pending = nil  // held once while it grows
     FrameEncoder().encode(data: element, out: &buffer)
     if promise == nil, buffer.readableBytes < Self.batchLimit {
