@@ -153,7 +153,7 @@ extension Broker {
     guard let (next, nextPublishes) = takePendingBatch() else { return }
     await withTaskExecutorPreference(globalConcurrentExecutor) {
       await commit(next, nextPublishes)
-      while let (batch, publishes) = takePendingBatch() { await commit(batch, publishes) }
+      while let (later, laterPublishes) = takePendingBatch() { await commit(later, laterPublishes) }
     }
   }
 

@@ -22,13 +22,18 @@ struct RawServer {
         channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
       }
     let client = Task { try await connect(listener.channel.localAddress!.port!) }
-    try await listener.executeThenClose { connections in
-      var accepted = connections.makeAsyncIterator()
-      guard let connection = try await accepted.next() else { throw RPCError(code: .internal, message: "no connection") }
-      try await connection.executeThenClose { inbound, outbound in
-        var server = RawServer(inbound: inbound.makeAsyncIterator(), outbound: outbound)
-        try await serve(&server)
+    do {
+      try await listener.executeThenClose { connections in
+        var accepted = connections.makeAsyncIterator()
+        guard let connection = try await accepted.next() else { throw RPCError(code: .internal, message: "no connection") }
+        try await connection.executeThenClose { inbound, outbound in
+          var server = RawServer(inbound: inbound.makeAsyncIterator(), outbound: outbound)
+          try await serve(&server)
+        }
       }
+    } catch {
+      client.cancel()
+      throw error
     }
     try await client.value
   }
