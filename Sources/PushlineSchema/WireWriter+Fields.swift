@@ -100,9 +100,17 @@ extension WireWriter {
     if let value { write(tag, value) }
   }
 
+  /// A repeated message field, last element first (the writer fills its buffer from the end).
+  /// By index rather than through `reversed()`, whose iterator reads each element through the
+  /// array's `read` accessor: for a message of several fields, that allocated once per element
+  /// (heaptrack, a subscriber's `TopicUpdate`).
   @inlinable
   mutating func write<M: WireMessage>(_ tag: UInt8, _ values: [M]) {
-    for value in values.reversed() { write(tag, value) }
+    var index = values.endIndex
+    while index > values.startIndex {
+      index -= 1
+      write(tag, values[index])
+    }
   }
 
   /// A packed repeated enum: one length-delimited run of varints.
