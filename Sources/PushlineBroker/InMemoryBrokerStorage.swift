@@ -1,42 +1,19 @@
-import PushlineRPC
-import Synchronization
-
-/// Storage that keeps nothing across processes: for tests, and for deployments that accept
-/// losing history on restart (the topics then come back with new epochs, so clients take a
-/// snapshot instead of resuming).
+/// Storage that keeps nothing: for tests, and for deployments that accept losing history on
+/// restart. The broker serves from its own copy of the topics, in memory; this storage adds no
+/// second one, which would double the memory of every card and the work of every commit for a
+/// restart that loses it anyway. So every commit succeeds at once, and a broker started on this
+/// storage — in a new process or in the same one — has no topics: each comes back with a new
+/// epoch, and clients take a snapshot instead of resuming (PROTOCOL.md 3.1).
 public final class InMemoryBrokerStorage: BrokerStorage {
-  private struct Contents {
-    var topics: [String: TopicState] = [:]
-    var publishRecords: [String: PublishRecord] = [:]
-  }
-
-  private let contents = Mutex(Contents())
-
-  /// Empty storage.
+  /// Storage for a broker whose topics live only as long as the broker.
   public init() {}
 
-  public func loadTopics() async throws -> [TopicState] {
-    contents.withLock { Array($0.topics.values) }
-  }
+  /// None: nothing outlives the broker that committed it.
+  public func loadTopics() async throws -> [TopicState] { [] }
 
-  public func loadPublishRecords(sinceMillis: Int64) async throws -> [PublishRecord] {
-    contents.withLock { $0.publishRecords.values.filter { $0.committedAtMillis >= sinceMillis } }
-  }
+  /// None: a retry reaching a new broker is a new publish.
+  public func loadPublishRecords(sinceMillis: Int64) async throws -> [PublishRecord] { [] }
 
-  public func commit(_ batch: StorageBatch) async throws {
-    contents.withLock { contents in
-      for changes in batch.topics {
-        // In place: a copy of the topic would copy its whole card table on every commit.
-        contents.topics.changeValue(forKey: changes.topic, default: TopicState(name: changes.topic, epoch: changes.epoch)) {
-          $0.apply(changes.records)
-          $0.topOffset = max($0.topOffset, changes.topOffset)
-        }
-      }
-      for prune in batch.prunes { contents.topics.changeValue(forKey: prune.topic) { $0.apply(prune) } }
-      if let cutoff = batch.forgetPublishRecordsBeforeMillis {
-        contents.publishRecords = contents.publishRecords.filter { $0.value.committedAtMillis >= cutoff }
-      }
-      for record in batch.publishRecords { contents.publishRecords[record.topic + "\u{0}" + record.key] = record }
-    }
-  }
+  /// Done at once: the broker applies the batch to its own topics.
+  public func commit(_ batch: StorageBatch) async throws {}
 }
