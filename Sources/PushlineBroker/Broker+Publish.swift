@@ -9,7 +9,8 @@ extension Broker {
   /// are durable. Publishes arriving while a commit runs are committed together in the next
   /// one (group commit), so durability costs one storage write per burst, not per publish.
   ///
-  /// - Throws: INVALID_ARGUMENT for a bad topic name, no or too many changes, a card twice,
+  /// - Throws: INVALID_ARGUMENT for a bad topic name, no or too many changes, an empty cardID
+  ///   or one with a NUL byte, a card twice,
   ///   a card whose cardID differs from its change's, a card without a required field;
   ///   PERMISSION_DENIED when `principal` may not publish there; UNAVAILABLE (retry, with the
   ///   same idempotency key) when storage failed.
@@ -118,6 +119,10 @@ extension Broker {
     for (index, change) in request.changes.enumerated() {
       guard !change.cardID.isEmpty else {
         throw RPCError(code: .invalidArgument, message: "changes[\(index)]: empty cardID")
+      }
+      // SQLite's text keys compare up to a NUL: two IDs differing after one would be one card.
+      guard !change.cardID.utf8.contains(0) else {
+        throw RPCError(code: .invalidArgument, message: "changes[\(index)]: the cardID contains a NUL byte")
       }
       // (A one-change publish, the common one, needs no set.)
       guard request.changes.count == 1 || seen.insert(change.cardID).inserted else {
