@@ -51,6 +51,7 @@ let package = Package(
       dependencies: [
         "PushlineRPC", "PushlineSchema", "PushlineWire",
         .product(name: "GRDB", package: "GRDB.swift"),
+        .product(name: "GRDBSQLite", package: "GRDB.swift"),
         .product(name: "JWTKit", package: "jwt-kit"),
         .product(name: "CoreMetrics", package: "swift-metrics"),
         .product(name: "Logging", package: "swift-log"),

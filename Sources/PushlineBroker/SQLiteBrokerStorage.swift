@@ -92,18 +92,24 @@ public final class SQLiteBrokerStorage: BrokerStorage {
 
   public func commit(_ batch: StorageBatch) async throws {
     try await database.write { db in
-      // Statements are prepared once per connection: a commit of many topics runs them many times.
-      let advance = try db.cachedStatement(
-        sql: """
-          INSERT INTO topic (name, epoch, topOffset) VALUES (?, ?, ?)
-          ON CONFLICT (name) DO UPDATE SET topOffset = max(topOffset, excluded.topOffset)
-          """)
-      let upsert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO card VALUES (?, ?, ?, ?, ?)")
+      // Prepared once per connection and run once per topic and per change: see CommitStatement.
+      let advance = try CommitStatement(
+        """
+        INSERT INTO topic (name, epoch, topOffset) VALUES (?, ?, ?)
+        ON CONFLICT (name) DO UPDATE SET topOffset = max(topOffset, excluded.topOffset)
+        """, in: db)
+      let upsert = try CommitStatement("INSERT OR REPLACE INTO card VALUES (?, ?, ?, ?, ?)", in: db)
       for topic in batch.topics {
-        try advance.execute(arguments: [topic.topic, topic.epoch, topic.topOffset])
+        try advance.bind(topic.topic, at: 1)
+        try advance.bind(topic.epoch, at: 2)
+        try advance.bind(topic.topOffset, at: 3)
+        try advance.run()
         for record in topic.records {
-          let blob = record.card.map { $0.withUnsafeBytes { Data($0) } }
-          try upsert.execute(arguments: [topic.topic, record.cardID, record.offset, blob, record.changedAtMillis])
+          try upsert.bind(topic.topic, at: 1)
+          try upsert.bind(record.cardID, at: 2)
+          try upsert.bind(record.offset, at: 3)
+          try upsert.bind(record.changedAtMillis, at: 5)
+          try upsert.run(binding: record.card, at: 4)
         }
       }
       let dropTombstone = try db.cachedStatement(
