@@ -120,7 +120,8 @@ extension Broker {
       guard !change.cardID.isEmpty else {
         throw RPCError(code: .invalidArgument, message: "changes[\(index)]: empty cardID")
       }
-      // SQLite's text keys compare up to a NUL: two IDs differing after one would be one card.
+      // SQLite storage keys cards by text, which GRDB reads back (and binds) as a C string,
+      // ending at a NUL: two IDs that differ after one would come back from a restart as one.
       guard !change.cardID.utf8.contains(0) else {
         throw RPCError(code: .invalidArgument, message: "changes[\(index)]: the cardID contains a NUL byte")
       }

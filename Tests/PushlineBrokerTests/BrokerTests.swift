@@ -299,7 +299,7 @@ struct BrokerTests {
     (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a", 1)), CardChange(removing: "a")]), .invalidArgument),
     (PublishRequest(topic: "t", changes: [{ var change = CardChange(upserting: card("a", 1)); change.cardID = "b"; return change }()]),
       .invalidArgument),
-    // Two IDs that differ after a NUL byte would be one card in SQLite's text keys.
+    // Two IDs that differ after a NUL byte would come back from SQLite as one card.
     (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a\u{0}x", 1))]), .invalidArgument),
     (PublishRequest(topic: "t", changes: [CardChange(removing: "a\u{0}")]), .invalidArgument),
     // A card built in this process without its required priority and isValid.
