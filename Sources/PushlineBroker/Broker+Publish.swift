@@ -9,8 +9,8 @@ extension Broker {
   /// are durable. Publishes arriving while a commit runs are committed together in the next
   /// one (group commit), so durability costs one storage write per burst, not per publish.
   ///
-  /// - Throws: INVALID_ARGUMENT for a bad topic name, no or too many changes, an empty cardID
-  ///   or one with a NUL byte, a card twice,
+  /// - Throws: INVALID_ARGUMENT for a bad topic name, an idempotency key with a NUL byte, no or
+  ///   too many changes, an empty cardID or one with a NUL byte, a card twice,
   ///   a card whose cardID differs from its change's, a card without a required field;
   ///   PERMISSION_DENIED when `principal` may not publish there; UNAVAILABLE (retry, with the
   ///   same idempotency key) when storage failed.
@@ -109,6 +109,10 @@ extension Broker {
     }
     guard principal.covers(request.topic) else {
       throw RPCError(code: .permissionDenied, message: "the token does not cover topic \"\(request.topic)\"")
+    }
+    // Kept by SQLite storage as a key, like a cardID (see below).
+    guard request.idempotencyKey?.utf8.contains(0) != true else {
+      throw RPCError(code: .invalidArgument, message: "the idempotencyKey contains a NUL byte")
     }
     guard (1...configuration.maxChangesPerPublish).contains(request.changes.count) else {
       throw RPCError(

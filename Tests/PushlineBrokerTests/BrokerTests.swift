@@ -302,6 +302,7 @@ struct BrokerTests {
     // Two IDs that differ after a NUL byte would come back from SQLite as one card.
     (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a\u{0}x", 1))]), .invalidArgument),
     (PublishRequest(topic: "t", changes: [CardChange(removing: "a\u{0}")]), .invalidArgument),
+    (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a", 1))], idempotencyKey: "k\u{0}1"), .invalidArgument),
     // A card built in this process without its required priority and isValid.
     (PublishRequest(topic: "t", changes: [{ var card = TrackerCard(); card.cardID = "a"; return CardChange(upserting: card) }()]),
       .invalidArgument),
