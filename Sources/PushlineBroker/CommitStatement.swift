@@ -8,7 +8,7 @@ import PushlineSchema
 /// GRDB's way costs more than SQLite's insert itself: it builds an array of `DatabaseValue`s per
 /// row, copies the card into a `Data`, and runs its bookkeeping for transaction observers
 /// (``SQLiteBrokerStorage`` registers none). Going past it cut the SQLite writer's CPU by about a
-/// third and gave SQLite (a) about 10 % more deliveries/s (BENCHMARKS.md). Only within a write
+/// third and gave SQLite (a) about 9 % more deliveries/s (BENCHMARKS.md). Only within a write
 /// transaction, on its connection.
 struct CommitStatement {
   private let statement: Statement
