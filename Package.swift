@@ -121,6 +121,7 @@ let package = Package(
       name: "PushlineBrokerTests",
       dependencies: [
         "PushlineBroker", "PushlineRPC", "PushlineRPCNIO", "PushlineSchema", "PushlineTesting", "PushlineWire",
+        .product(name: "GRDB", package: "GRDB.swift"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "MetricsTestKit", package: "swift-metrics"),
       ],
