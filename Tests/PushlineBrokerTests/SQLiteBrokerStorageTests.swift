@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 @testable import PushlineBroker
 import PushlineSchema
 import PushlineWire
@@ -58,6 +59,27 @@ struct SQLiteBrokerStorageTests {
     #expect(floor.0 == last.lastOffset && floor.1 == 0)
     let updates = try broker.subscribe("t", epoch: last.epoch, offset: 5).takeReady(maxChanges: 10, nowMillis: clock.now) ?? []
     #expect(updates.first?.isSnapshot == true)
+  }
+
+  /// A new database gets 16 KiB pages; one made before keeps its 4 KiB pages and still serves.
+  @Test func aNewDatabaseHasLargePagesAndAnOldOneKeepsItsOwn() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let new = directory + "/new", old = directory + "/old"
+    func pageSize(in directory: String) throws -> Int? {
+      try DatabaseQueue(path: directory + "/broker.sqlite").read { try Int.fetchOne($0, sql: "PRAGMA page_size") }
+    }
+    _ = try SQLiteBrokerStorage(directory: new)
+    #expect(try pageSize(in: new) == 16384)
+
+    try FileManager.default.createDirectory(atPath: old, withIntermediateDirectories: true)
+    try await DatabaseQueue(path: old + "/broker.sqlite").writeWithoutTransaction { db in
+      _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+      try db.execute(sql: "CREATE TABLE earlier (x)")
+    }
+    let before = try await Broker(storage: try SQLiteBrokerStorage(directory: old)).publish("t", [card("a", 1)])
+    let after = try await Broker(storage: try SQLiteBrokerStorage(directory: old)).cards(in: "t", for: reader)
+    #expect(try pageSize(in: old) == 4096)
+    #expect(after.epoch == before.epoch && after.changes.map(\.cardID) == ["a"])
   }
 
   /// A broker started again on in-memory storage, even the same storage in the same process,
