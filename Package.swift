@@ -112,7 +112,6 @@ let package = Package(
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOEmbedded", package: "swift-nio"),
-        .product(name: "NIOTestUtils", package: "swift-nio"),
         .product(name: "MetricsTestKit", package: "swift-metrics"),
       ],
       swiftSettings: strictSettings

@@ -1,41 +1,24 @@
-public import NIOCore
-public import PushlineRPC
+import NIOCore
+import PushlineRPC
 
-/// Splits a connection's inbound bytes into the peer's preface and then frames.
+/// Splits a connection's inbound bytes into the peer's preface and then frames, one element at
+/// a time (``FrameDecodingHandler`` drives it on a channel).
 ///
-/// Total, in the manner of NIO's decoders: with too few bytes it waits and leaves the reader
-/// index alone; a length is checked against the limit as soon as the header arrives, before
-/// any of the payload is awaited or buffered, so a peer cannot make it hold more than
-/// `maxPayloadLength` bytes for one frame. Bytes that cannot be the preface are rejected at the
-/// first one that differs. Frames of kinds this version does not know are passed on, so the
-/// connection can ignore them (forward compatibility).
-///
-/// Errors are ``ProtocolViolation``s; `ByteToMessageHandler` forwards them down the pipeline,
-/// where the connection answers with a GOAWAY and closes.
-public struct FrameDecoder: ByteToMessageDecoder {
-  public typealias InboundOut = ConnectionElement
-
+/// Total: with too few bytes it waits and leaves the reader index alone; a length is checked
+/// against the limit as soon as the header arrives, before any of the payload is awaited or
+/// buffered, so a peer cannot make it hold more than `maxPayloadLength` bytes for one frame.
+/// Bytes that cannot be the preface are rejected at the first one that differs. Frames of kinds
+/// this version does not know are passed on, so the connection can ignore them (forward
+/// compatibility).
+struct FrameDecoder {
   private var awaitingPreface: Bool
   private let maxPayloadLength: Int
 
   /// A decoder that accepts frame payloads up to `maxPayloadLength` bytes (the limit this
   /// side announced), expecting the peer's preface first unless `expectingPreface` is false.
-  public init(maxPayloadLength: Int, expectingPreface: Bool = true) {
+  init(maxPayloadLength: Int, expectingPreface: Bool = true) {
     self.maxPayloadLength = min(maxPayloadLength, FrameHeader.maxPayloadLength)
     awaitingPreface = expectingPreface
-  }
-
-  public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-    guard let element = try decodeElement(from: &buffer) else { return .needMoreData }
-    context.fireChannelRead(Self.wrapInboundOut(element))
-    return .continue
-  }
-
-  public mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws
-    -> DecodingState
-  {
-    // A frame cut short by the end of the connection is dropped with it.
-    try decode(context: context, buffer: &buffer)
   }
 
   /// Reads one preface or frame, or returns `nil` (reading nothing) when more bytes are needed.

@@ -50,7 +50,7 @@ public enum RPCClient {
           channel.eventLoop.makeCompletedFuture {
             let handler = ClientConnectionHandler(configuration: configuration, ready: channel.eventLoop.makePromise())
             try channel.pipeline.syncOperations.addHandlers([
-              ByteToMessageHandler(FrameDecoder(maxPayloadLength: configuration.limits.maxFrameSize)),
+              FrameDecodingHandler(maxPayloadLength: configuration.limits.maxFrameSize),
               FrameEncodingHandler(),
               IdleConnectionHandler(readTimeout: TimeAmount(keepalive.timeout), pingInterval: TimeAmount(keepalive.interval)),
               handler,

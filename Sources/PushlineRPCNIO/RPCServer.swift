@@ -126,7 +126,7 @@ public struct RPCServer: Sendable {
         }
         return channel.eventLoop.makeCompletedFuture {
           try channel.pipeline.syncOperations.addHandlers([
-            ByteToMessageHandler(FrameDecoder(maxPayloadLength: configuration.connection.limits.maxFrameSize)),
+            FrameDecodingHandler(maxPayloadLength: configuration.connection.limits.maxFrameSize),
             FrameEncodingHandler(),
             IdleConnectionHandler(readTimeout: TimeAmount(configuration.idleTimeout)),
             ServerConnectionHandler(

@@ -1,6 +1,5 @@
 import NIOCore
 import NIOEmbedded
-import NIOTestUtils
 import PushlineRPC
 import PushlineRPCNIO
 import Testing
@@ -25,7 +24,7 @@ struct FrameCodecTests {
   static func channel(expectingPreface: Bool = true) throws -> EmbeddedChannel {
     let channel = EmbeddedChannel()
     try channel.pipeline.syncOperations.addHandlers([
-      ByteToMessageHandler(FrameDecoder(maxPayloadLength: limit, expectingPreface: expectingPreface)),
+      FrameDecodingHandler(maxPayloadLength: limit, expectingPreface: expectingPreface),
       MessageToByteHandler(FrameEncoder()),
     ])
     return channel
@@ -55,23 +54,84 @@ struct FrameCodecTests {
     #expect(try channel.finish().isClean)
   }
 
-  /// NIO's verifier feeds the bytes whole, byte by byte, and in other splits, and checks the
-  /// decoder neither loses nor invents anything and leaves nothing behind. (It replays inputs
-  /// on one decoder, so frames only; the preface is split at every boundary below.)
-  @Test func framesSplitAtEveryByteBoundaryReassemble() throws {
-    try ByteToMessageDecoderVerifier.verifyDecoder(
-      inputOutputPairs: Self.everyKind.map { (ByteBuffer(bytes: $0.bytes), [ConnectionElement.frame($0)]) },
-      decoderFactory: { FrameDecoder(maxPayloadLength: Self.limit, expectingPreface: false) }
-    )
+  /// The whole stream one byte per read: every element is kept across reads until whole, and
+  /// nothing is lost, invented or passed on early.
+  @Test func aStreamReadAByteAtATimeReassembles() throws {
+    let channel = try Self.channel()
+    var received: [ConnectionElement] = []
+    for byte in Self.stream.bytes {
+      try channel.writeInbound(ByteBuffer(bytes: [byte]))
+      while let element = try channel.readInbound(as: ConnectionElement.self) { received.append(element) }
+    }
+    #expect(received == Self.stream.elements)
+    #expect(try channel.finish().isClean)
   }
 
-  @Test func aStreamSplitAtEveryBoundaryReassembles() throws {
-    var stream = ConnectionPreface().bytes
-    var expected: [ConnectionElement] = [.preface(ConnectionPreface())]
-    for frame in Self.everyKind {
-      stream += frame.bytes
-      expected.append(.frame(frame))
+  /// Many elements in one read, the last one cut short and finished by the next read.
+  @Test func aReadOfManyFramesPassesEachOnAndKeepsTheUnfinishedOne() throws {
+    let channel = try Self.channel()
+    let (bytes, elements) = Self.stream
+    let cut = bytes.count - 2
+    try channel.writeInbound(ByteBuffer(bytes: bytes[..<cut]))
+    var received: [ConnectionElement] = []
+    while let element = try channel.readInbound(as: ConnectionElement.self) { received.append(element) }
+    #expect(received == Array(elements.dropLast()))
+    try channel.writeInbound(ByteBuffer(bytes: bytes[cut...]))
+    #expect(try channel.readInbound(as: ConnectionElement.self) == elements.last)
+    #expect(try channel.finish().isClean)
+  }
+
+  /// A frame of the largest payload allowed, in reads of 1,000 bytes, arrives whole.
+  @Test func aLargeFrameGrowsOverManyReads() throws {
+    let channel = try Self.channel(expectingPreface: false)
+    let frame = Frame(kind: .message, callID: 5, payload: (0..<Self.limit).map { UInt8(truncatingIfNeeded: $0 * 7) })
+    let bytes = frame.bytes
+    for start in stride(from: 0, to: bytes.count, by: 1_000) {
+      #expect(try channel.readInbound(as: ConnectionElement.self) == nil)
+      try channel.writeInbound(ByteBuffer(bytes: bytes[start..<min(start + 1_000, bytes.count)]))
     }
+    #expect(try channel.readInbound(as: ConnectionElement.self) == .frame(frame))
+    #expect(try channel.finish().isClean)
+  }
+
+  /// Bytes that arrive while a read is being decoded — a handler further on reading more in
+  /// reply — are decoded after the rest of that read, in order.
+  @Test func bytesArrivingDuringADecodeFollowTheReadUnderWay() throws {
+    let channel = EmbeddedChannel()
+    let (first, second) = (Self.everyKind[1], Self.everyKind[2])
+    let third = Frame(kind: .message, callID: 3, payload: [0] + Array(repeating: 0x55, count: 40))
+    // The first read holds two frames and the start of a third's header; the handler after the
+    // decoder feeds the rest of the third in as it receives the first frame.
+    let cut = 4
+    let reentrant = ReadingInReply(reply: ByteBuffer(bytes: third.bytes[cut...]))
+    try channel.pipeline.syncOperations.addHandlers([
+      FrameDecodingHandler(maxPayloadLength: Self.limit, expectingPreface: false), reentrant,
+    ])
+    try channel.writeInbound(ByteBuffer(bytes: first.bytes + second.bytes + third.bytes[..<cut]))
+    #expect(reentrant.received == [first, second, third].map(ConnectionElement.frame))
+    #expect(try channel.finish().isClean)
+  }
+
+  /// After the first violation nothing more is decoded: not the rest of that read, not later reads.
+  @Test func nothingIsDecodedAfterAViolation() throws {
+    let channel = try Self.channel(expectingPreface: false)
+    let good = Self.everyKind[1].bytes
+    let bad = FrameHeader(payloadLength: Self.limit + 1, kind: .message, callID: 1).bytes
+    #expect(throws: ProtocolViolation.self) { try channel.writeInbound(ByteBuffer(bytes: good + bad + good)) }
+    #expect(try channel.readInbound(as: ConnectionElement.self) == .frame(Self.everyKind[1]))
+    #expect(try channel.readInbound(as: ConnectionElement.self) == nil)
+    try channel.writeInbound(ByteBuffer(bytes: good))
+    #expect(try channel.readInbound(as: ConnectionElement.self) == nil)
+    _ = try? channel.finish()
+  }
+
+  /// A preface and a frame of every kind, as bytes and as the elements they decode to.
+  static let stream: (bytes: [UInt8], elements: [ConnectionElement]) = everyKind.reduce(
+    (ConnectionPreface().bytes, [.preface(ConnectionPreface())])
+  ) { stream, frame in (stream.bytes + frame.bytes, stream.elements + [.frame(frame)]) }
+
+  @Test func aStreamSplitAtEveryBoundaryReassembles() throws {
+    let (stream, expected) = Self.stream
     for split in 1..<stream.count {
       let channel = try Self.channel()
       try channel.writeInbound(ByteBuffer(bytes: stream[..<split]))
@@ -130,5 +190,23 @@ struct FrameCodecTests {
     try channel.writeInbound(ByteBuffer(bytes: Array(frame.bytes.dropLast())))
     #expect(try channel.readInbound(as: ConnectionElement.self) == nil)
     _ = try? channel.finish()
+  }
+}
+
+/// Records the elements it receives, and on the first one feeds `reply` into the pipeline from
+/// its start, as a handler reading more in reply would.
+private final class ReadingInReply: ChannelInboundHandler {
+  typealias InboundIn = ConnectionElement
+
+  private var reply: ByteBuffer?
+  private(set) var received: [ConnectionElement] = []
+
+  init(reply: ByteBuffer) { self.reply = reply }
+
+  func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    received.append(unwrapInboundIn(data))
+    guard let reply else { return }
+    self.reply = nil
+    context.pipeline.syncOperations.fireChannelRead(NIOAny(reply))
   }
 }

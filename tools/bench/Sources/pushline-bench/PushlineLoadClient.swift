@@ -36,7 +36,7 @@ enum PushlineLoadClient {
       .channelInitializer { channel in
         channel.eventLoop.makeCompletedFuture {
           try channel.pipeline.syncOperations.addHandlers([
-            ByteToMessageHandler(FrameDecoder(maxPayloadLength: configuration.limits.maxFrameSize)),
+            FrameDecodingHandler(maxPayloadLength: configuration.limits.maxFrameSize),
             PushlineSubscriberHandler(
               configuration: configuration, request: request, progress: progress, subscribed: subscribed),
           ])
@@ -57,7 +57,7 @@ enum PushlineLoadClient {
       .channelInitializer { channel in
         channel.eventLoop.makeCompletedFuture {
           try channel.pipeline.syncOperations.addHandlers([
-            ByteToMessageHandler(FrameDecoder(maxPayloadLength: configuration.limits.maxFrameSize)),
+            FrameDecodingHandler(maxPayloadLength: configuration.limits.maxFrameSize),
             PushlinePublisherHandler(configuration: configuration, plan: plan, done: done),
           ])
         }
