@@ -21,8 +21,9 @@ public struct Principal: Hashable, Sendable {
 
   /// Whether the token's topic claims cover `topic`.
   public func covers(_ topic: String) -> Bool {
+    // Compared as UTF-8 bytes, as topic names are (publishes ask this each).
     topics.contains { pattern in
-      pattern.hasSuffix("*") ? topic.hasPrefix(pattern.dropLast()) : topic == pattern
+      pattern.utf8.last == UInt8(ascii: "*") ? topic.utf8.starts(with: pattern.utf8.dropLast()) : topic == pattern
     }
   }
 
