@@ -8,9 +8,8 @@ import NIOCore
 /// messages/s for a fan-out server). A channel keeps its receive buffer between reads, so they
 /// start small, and idle connections stay small; a busy one's grows with its reads. Small, but
 /// at 512 bytes large enough for a client's first flight — preface, `ClientHello` with its
-/// token, and the first calls sent with it: a flight split over two reads leaves the channel
-/// holding a second, larger buffer for good (the first is still held by the frame decoder when
-/// the second read comes), a kilobyte more per idle connection.
+/// token, and the first calls sent with it: a flight split over two reads costs the frame
+/// decoder a copy of the first part and the channel a larger buffer for the rest.
 enum ConnectionReads {
   /// `ChannelOptions.maxMessagesPerRead`.
   static let maxMessagesPerRead: UInt = 16

@@ -11,8 +11,9 @@ public import PushlineRPC
 /// rather than pinned), and joined by the next read's.
 ///
 /// The first error — a ``ProtocolViolation`` — goes down the pipeline, where the connection
-/// answers with a GOAWAY and closes; the bytes after it are dropped unread. An element cut short
-/// by the end of the connection is dropped with it.
+/// answers with a GOAWAY and closes; the bytes after it are dropped unread. Once the channel is
+/// inactive nothing more is passed on, and an element cut short by the end of the connection is
+/// dropped with it.
 public final class FrameDecodingHandler: ChannelInboundHandler {
   public typealias InboundIn = ByteBuffer
   public typealias InboundOut = ConnectionElement
@@ -23,6 +24,7 @@ public final class FrameDecodingHandler: ChannelInboundHandler {
   private var undecoded: ByteBuffer?
   private var isDecoding = false
   private var hasFailed = false
+  private var isInactive = false
 
   /// A handler that accepts frame payloads up to `maxPayloadLength` bytes (the limit this side
   /// announced), expecting the peer's preface first unless `expectingPreface` is false.
@@ -49,18 +51,20 @@ public final class FrameDecodingHandler: ChannelInboundHandler {
   }
 
   public func channelInactive(context: ChannelHandlerContext) {
+    isInactive = true
     undecoded = nil
     context.fireChannelInactive()
   }
 
   /// Passes on every whole element in `bytes` and in what arrives meanwhile, then keeps the
   /// rest: in `bytes` itself when they are already this handler's (`isKept`: an element growing
-  /// over many reads is not copied again at each), in a buffer of their size otherwise.
+  /// over many reads is not copied again at each) and it is not much larger than they need, in
+  /// a buffer of their size otherwise.
   private func decode(_ bytes: inout ByteBuffer, isKept: Bool, context: ChannelHandlerContext) {
     var isKept = isKept
     do {
-      while true {
-        while let element = try decoder.decodeElement(from: &bytes) {
+      while !isInactive {
+        while !isInactive, let element = try decoder.decodeElement(from: &bytes) {
           context.fireChannelRead(wrapInboundOut(element))
         }
         guard var arrived = undecoded else { break }
@@ -73,8 +77,8 @@ public final class FrameDecodingHandler: ChannelInboundHandler {
       undecoded = nil
       return context.fireErrorCaught(error)
     }
-    guard bytes.readableBytes > 0 else { return }
-    if isKept {
+    guard !isInactive, bytes.readableBytes > 0 else { return }
+    if isKept, bytes.capacity <= 4 * max(bytes.readableBytes, Self.keptCapacity) {
       bytes.discardReadBytes()
       undecoded = bytes
     } else {
@@ -83,6 +87,9 @@ public final class FrameDecodingHandler: ChannelInboundHandler {
       undecoded = kept
     }
   }
+
+  /// A kept buffer up to this size is reused for what follows, whatever it holds.
+  private static let keptCapacity = 64 << 10
 }
 
 @available(*, unavailable)

@@ -103,13 +103,28 @@ struct FrameCodecTests {
     // The first read holds two frames and the start of a third's header; the handler after the
     // decoder feeds the rest of the third in as it receives the first frame.
     let cut = 4
-    let reentrant = ReadingInReply(reply: ByteBuffer(bytes: third.bytes[cut...]))
+    let reentrant = ReactingToTheFirst { context in
+      context.pipeline.syncOperations.fireChannelRead(NIOAny(ByteBuffer(bytes: third.bytes[cut...])))
+    }
     try channel.pipeline.syncOperations.addHandlers([
       FrameDecodingHandler(maxPayloadLength: Self.limit, expectingPreface: false), reentrant,
     ])
     try channel.writeInbound(ByteBuffer(bytes: first.bytes + second.bytes + third.bytes[..<cut]))
     #expect(reentrant.received == [first, second, third].map(ConnectionElement.frame))
     #expect(try channel.finish().isClean)
+  }
+
+  /// A connection closed by a handler further on, as it receives a read's first frame, is
+  /// passed none of the read's other frames.
+  @Test func nothingIsPassedOnOnceTheChannelIsInactive() throws {
+    let channel = EmbeddedChannel()
+    let closing = ReactingToTheFirst { context in context.close(promise: nil) }
+    try channel.pipeline.syncOperations.addHandlers([
+      FrameDecodingHandler(maxPayloadLength: Self.limit, expectingPreface: false), closing,
+    ])
+    try channel.writeInbound(ByteBuffer(bytes: Self.everyKind[1].bytes + Self.everyKind[2].bytes))
+    #expect(!channel.isActive)
+    #expect(closing.received == [.frame(Self.everyKind[1])])
   }
 
   /// After the first violation nothing more is decoded: not the rest of that read, not later reads.
@@ -193,20 +208,19 @@ struct FrameCodecTests {
   }
 }
 
-/// Records the elements it receives, and on the first one feeds `reply` into the pipeline from
-/// its start, as a handler reading more in reply would.
-private final class ReadingInReply: ChannelInboundHandler {
+/// Records the elements it receives, and does `reaction` as the first one arrives.
+private final class ReactingToTheFirst: ChannelInboundHandler {
   typealias InboundIn = ConnectionElement
 
-  private var reply: ByteBuffer?
+  private var reaction: ((ChannelHandlerContext) -> Void)?
   private(set) var received: [ConnectionElement] = []
 
-  init(reply: ByteBuffer) { self.reply = reply }
+  init(_ reaction: @escaping (ChannelHandlerContext) -> Void) { self.reaction = reaction }
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
     received.append(unwrapInboundIn(data))
-    guard let reply else { return }
-    self.reply = nil
-    context.pipeline.syncOperations.fireChannelRead(NIOAny(reply))
+    guard let reaction else { return }
+    self.reaction = nil
+    reaction(context)
   }
 }
