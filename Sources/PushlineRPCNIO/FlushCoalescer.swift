@@ -105,12 +105,15 @@ final class FlushCoalescer {
     if !wasReading { flush() }
   }
 
-  /// How long a closing connection waits for its peer to close its side (see ``close(after:)``).
+  /// How long a closing connection waits for its last frames to be written, and then for its
+  /// peer to close its side (see ``close(after:)``).
   static let lingering = TimeAmount.seconds(2)
 
   /// Writes `elements` and flushes; once the last of them is written (a GOAWAY that must reach
   /// the peer), closes the channel's output, then the channel when the peer has closed its side
-  /// too, or after ``lingering``.
+  /// too, or after ``lingering``. A peer that reads nothing — the connection's buffers full —
+  /// does not keep it open: the channel closes if the frames are not written within
+  /// ``lingering``.
   ///
   /// Not at once: the peer may still be sending (the calls a client starts with its handshake,
   /// on a connection refused past the accept rate), and a socket closed with bytes unread sends
@@ -127,7 +130,9 @@ final class FlushCoalescer {
     } else {
       written.succeed()
     }
+    let stalled = channel.eventLoop.scheduleTask(in: Self.lingering) { channel.close(promise: nil) }
     written.futureResult.whenComplete { _ in
+      stalled.cancel()
       let outputClosed = channel.eventLoop.makePromise(of: Void.self)
       channel.close(mode: .output, promise: outputClosed)
       outputClosed.futureResult.whenComplete { result in

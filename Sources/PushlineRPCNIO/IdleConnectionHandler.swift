@@ -7,7 +7,8 @@ import PushlineWire
 ///
 /// - **Read timeout**: when nothing has been received for a whole period of `readTimeout`,
 ///   the handler sends GOAWAY UNAVAILABLE "idle" and closes — so a dead peer, or one that sent
-///   half a frame and stopped, is gone after between one and two periods of silence. Servers use
+///   half a frame and stopped, is gone after between one and two periods of silence (and two
+///   seconds more at most, for a peer that does not read the GOAWAY). Servers use
 ///   it as their idle timeout; clients as the keepalive deadline that declares a server dead.
 /// - **Ping interval**: when nothing has been sent for a whole period, it sends a PING, which
 ///   the peer answers (client keepalive).
@@ -108,8 +109,13 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
       goAway.code = StatusCode.unavailable.rawValue
       goAway.message = "idle: nothing received for \(readTimeout.nanoseconds / 1_000_000_000) s"
       let channel = context.channel
+      // A peer that reads nothing does not keep the connection: it closes without the GOAWAY.
+      let stalled = context.eventLoop.scheduleTask(in: FlushCoalescer.lingering) { channel.close(promise: nil) }
       context.writeAndFlush(wrapOutboundOut(.frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes()))))
-        .whenComplete { _ in channel.close(promise: nil) }
+        .whenComplete { _ in
+          stalled.cancel()
+          channel.close(promise: nil)
+        }
       return
     }
     readSinceCheck = false

@@ -30,6 +30,19 @@ struct IdleConnectionHandlerTests {
     #expect(!channel.isActive)
   }
 
+  /// A peer that reads nothing cannot keep the connection by not taking its GOAWAY.
+  @Test func aSilentPeerThatReadsNothingIsClosedWithoutItsGoAway() throws {
+    let channel = EmbeddedChannel()
+    let held = HeldWrites()
+    try channel.pipeline.syncOperations.addHandlers([held, IdleConnectionHandler(readTimeout: .seconds(75))])
+    try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
+    channel.embeddedEventLoop.advanceTime(by: .seconds(75))
+    #expect(held.count == 1)  // the GOAWAY, waiting
+    #expect(channel.isActive)
+    channel.embeddedEventLoop.advanceTime(by: .seconds(2))
+    #expect(!channel.isActive)
+  }
+
   @Test func aReadInEveryPeriodKeepsTheConnectionOpen() throws {
     let channel = try Self.channel(read: .seconds(10))
     for _ in 0..<5 {

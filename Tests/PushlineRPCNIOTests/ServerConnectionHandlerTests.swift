@@ -273,4 +273,19 @@ struct ServerConnectionHandlerTests {
     channel.embeddedEventLoop.run()
     #expect(try Self.readFrames(channel).map(\.callID) == [2, 2])
   }
+
+  /// A peer that breaks the protocol and reads nothing does not keep its connection by not
+  /// taking the GOAWAY: the connection closes once the GOAWAY has waited as long as a closing
+  /// connection lingers.
+  @Test func aPeerThatReadsNothingCannotHoldAClosingConnection() throws {
+    let (channel, _) = try Self.channel()
+    let held = HeldWrites()
+    try channel.pipeline.syncOperations.addHandler(held, position: .first)
+    channel.pipeline.fireErrorCaught(ProtocolViolation(.reservedBitSet, "a reserved bit"))
+    #expect(held.count == 1)  // the GOAWAY, waiting
+    channel.embeddedEventLoop.advanceTime(by: FlushCoalescer.lingering - .milliseconds(1))
+    #expect(channel.isActive)
+    channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+    #expect(!channel.isActive)
+  }
 }
