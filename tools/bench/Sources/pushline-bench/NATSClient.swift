@@ -19,7 +19,7 @@ enum NATSClient {
       .channelInitializer { channel in
         channel.eventLoop.makeCompletedFuture {
           try channel.pipeline.syncOperations.addHandlers([
-            ByteToMessageHandler(NATSDecoder()),
+            NATSDecodingHandler(),
             NATSSubscriberHandler(subject: subject, progress: progress, subscribed: subscribed),
           ])
         }
@@ -38,7 +38,7 @@ enum NATSClient {
       .channelInitializer { channel in
         channel.eventLoop.makeCompletedFuture {
           try channel.pipeline.syncOperations.addHandlers([
-            ByteToMessageHandler(NATSDecoder()), NATSPublisherHandler(plan: plan, done: done),
+            NATSDecodingHandler(), NATSPublisherHandler(plan: plan, done: done),
           ])
         }
       }
@@ -59,15 +59,40 @@ enum NATSMessage {
 }
 
 /// Splits nats-server's byte stream into operations: `MSG <subject> <sid> [reply] <size>` lines
-/// with their payloads, PING, PONG, -ERR; INFO and +OK are passed as `other`.
-struct NATSDecoder: ByteToMessageDecoder {
+/// with their payloads, PING, PONG, -ERR; INFO and +OK are passed as `other`. A plain loop over
+/// each read, as Pushline's `FrameDecodingHandler` is for its clients, so that the generator's
+/// two kinds of subscriber pay alike for splitting their reads; the bytes of an unfinished
+/// operation are copied out and joined by the next read's.
+final class NATSDecodingHandler: ChannelInboundHandler {
+  typealias InboundIn = ByteBuffer
   typealias InboundOut = NATSMessage
 
-  mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+  private var undecoded: ByteBuffer?
+
+  func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    var bytes = unwrapInboundIn(data)
+    if var kept = undecoded {
+      undecoded = nil
+      kept.writeBuffer(&bytes)
+      bytes = kept
+    }
+    do {
+      while let message = try Self.next(from: &bytes) { context.fireChannelRead(wrapInboundOut(message)) }
+    } catch {
+      return context.fireErrorCaught(error)
+    }
+    guard bytes.readableBytes > 0 else { return }
+    var kept = context.channel.allocator.buffer(capacity: bytes.readableBytes)
+    kept.writeBuffer(&bytes)
+    undecoded = kept
+  }
+
+  /// Reads one operation, or returns `nil` (reading nothing) when more bytes are needed.
+  private static func next(from buffer: inout ByteBuffer) throws -> NATSMessage? {
     let view = buffer.readableBytesView
     guard let newline = view.firstIndex(of: UInt8(ascii: "\n")) else {
       if buffer.readableBytes > 4096 { throw LoadError("nats: a line longer than 4 KiB") }
-      return .needMoreData
+      return nil
     }
     let lineLength = newline - view.startIndex + 1
     let first = view.first ?? 0
@@ -82,22 +107,18 @@ struct NATSDecoder: ByteToMessageDecoder {
         multiplier *= 10
         end -= 1
       }
-      guard buffer.readableBytes >= lineLength + size + 2 else { return .needMoreData }
+      guard buffer.readableBytes >= lineLength + size + 2 else { return nil }
       buffer.moveReaderIndex(forwardBy: lineLength)
       let payload = buffer.readSlice(length: size)!
       buffer.moveReaderIndex(forwardBy: 2)
-      context.fireChannelRead(NIOAny(NATSMessage.msg(payload: payload)))
-      return .continue
+      return .msg(payload: payload)
     }
     let line = buffer.readString(length: lineLength) ?? ""
-    let message: NATSMessage =
-      switch first {
-      case UInt8(ascii: "P"): line.hasPrefix("PING") ? .ping : .pong
-      case UInt8(ascii: "-"): .error(String(line.dropLast(2)))
-      default: .other
-      }
-    context.fireChannelRead(NIOAny(message))
-    return .continue
+    return switch first {
+    case UInt8(ascii: "P"): line.hasPrefix("PING") ? .ping : .pong
+    case UInt8(ascii: "-"): .error(String(line.dropLast(2)))
+    default: .other
+    }
   }
 }
 
