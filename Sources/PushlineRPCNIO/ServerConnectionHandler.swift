@@ -49,8 +49,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private final class Opening {
     let context: ServerContext
     let implementation: RPCRouter.Implementation
-    /// The call's request, once it has arrived (the state machine refuses a second one).
-    var request: ArraySlice<UInt8>?
+    /// The call's request as it arrived — deflated or not — once it has (the state machine
+    /// refuses a second one). Inflated only when the handler runs: until then the call holds
+    /// the bytes the state machine counts against the connection's budget, not up to a
+    /// thousand times as many.
+    var request: (bytes: ArraySlice<UInt8>, isCompressed: Bool)?
 
     init(context: ServerContext, implementation: RPCRouter.Implementation) {
       self.context = context
@@ -400,25 +403,16 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   }
 
   /// Hands a request to its call: a pipelined call's handler takes it at once; any other call
-  /// holds it until the client half-closes.
+  /// holds it, as it came, until the client half-closes.
   private func deliver(_ payload: ArraySlice<UInt8>, compressed: Bool, callID: UInt32) {
     guard let index = calls.index(forKey: callID), let receiver = calls.values[index].receiver, let context else { return }
-    let request: Result<ArraySlice<UInt8>, RPCError>
-    if compressed, let peer {
-      request = Result { () throws(RPCError) in try Deflate.decompress(payload, limit: peer.limits.maxMessageSize)[...] }
-    } else {
-      request = .success(payload)
-    }
-    switch (receiver, request) {
-    case (.opening(let opening), .success(let request)):
-      opening.request = request
-    case (.opening, .failure(let error)):
-      stopHandler(of: callID)
-      finish(callID: callID, status: error.status)
-    case (.pipeline(let pipeline), _):
+    switch receiver {
+    case .opening(let opening):
+      opening.request = (payload, compressed)
+    case .pipeline(let pipeline):
       // Once the call is ending, a request goes to no handler and gets no answer.
       guard let requestIndex = pipeline.numberNextRequest() else { return }
-      switch request {
+      switch inflated(payload, compressed: compressed) {
       case .success(let request):
         let answer = CallAnswer(inbox: answerInbox(on: context.eventLoop), callID: callID, requestIndex: requestIndex)
         pipeline.handler(request, pipeline.context, answer)
@@ -428,15 +422,26 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
   }
 
+  /// A request's bytes, inflated if they came deflated (within the agreed message size).
+  private func inflated(_ payload: ArraySlice<UInt8>, compressed: Bool) -> Result<ArraySlice<UInt8>, RPCError> {
+    guard compressed, let peer else { return .success(payload) }
+    return Result { () throws(RPCError) in try Deflate.decompress(payload, limit: peer.limits.maxMessageSize)[...] }
+  }
+
   private func runHandler(of callID: UInt32) {
     if let pipeline = pipeline(of: callID) {
       return pipeline.end(with: CallStatus(code: StatusCode.ok.rawValue)) { carryOut($0, of: callID) }
     }
     guard let opening = opening(of: callID), let context, let executor, let pumps else { return }
     calls.changeValue(forKey: callID) { $0.receiver = nil }
-    guard let request = opening.request else {
+    guard let (bytes, isCompressed) = opening.request else {
       let refusal = RPCError(code: .invalidArgument, message: "the method takes one request, got none")
       return finish(callID: callID, status: refusal.status)
+    }
+    let request: ArraySlice<UInt8>
+    switch inflated(bytes, compressed: isCompressed) {
+    case .success(let inflated): request = inflated
+    case .failure(let error): return finish(callID: callID, status: error.status)
     }
     let serverContext = opening.context
     let handler: RPCRouter.Handler

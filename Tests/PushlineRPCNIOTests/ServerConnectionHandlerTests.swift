@@ -71,7 +71,7 @@ struct ServerConnectionHandlerTests {
   /// later (its requests and completions go to `held`) and a pumped stream of what `feed` is
   /// sent, past its handshake; `written` counts the responses the stream's handler has written.
   static func channel(
-    written: WriteCount? = nil, held: HeldCalls? = nil, feed: Feed? = nil
+    written: WriteCount? = nil, held: HeldCalls? = nil, feed: Feed? = nil, compressions: [Compression] = []
   ) throws -> (EmbeddedChannel, FlushCounter) {
     var router = RPCRouter()
     router.registerServerStreaming(pumped, request: MetadataEntry.self, response: MetadataEntry.self) { _, writer, _ in
@@ -95,7 +95,9 @@ struct ServerConnectionHandlerTests {
     ])
     try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
     try channel.writeInbound(ConnectionElement.preface(ConnectionPreface()))
-    try channel.writeInbound(Self.frame(.handshake, 0, ClientHello(minVersion: 1, maxVersion: 1).serializedBytes()))
+    var hello = ClientHello(minVersion: 1, maxVersion: 1)
+    hello.compressions = compressions
+    try channel.writeInbound(Self.frame(.handshake, 0, hello.serializedBytes()))
     #expect(try channel.readOutbound(as: ConnectionElement.self) == .preface(ConnectionPreface()))
     #expect(try Self.readFrames(channel).map(\.kind) == [.handshake])
     return (channel, counter)
@@ -272,6 +274,33 @@ struct ServerConnectionHandlerTests {
     for element in Self.call(2, Self.echo, value: "2") { try channel.writeInbound(element) }
     channel.embeddedEventLoop.run()
     #expect(try Self.readFrames(channel).map(\.callID) == [2, 2])
+  }
+
+  /// A deflated request is held as it came until the call's half-close — the bytes the
+  /// connection's budget counts, not what they inflate to — and inflated then: a valid one is
+  /// answered, one that does not inflate ends its call only when its handler would run.
+  @Test func aDeflatedRequestIsInflatedWhenItsHandlerRuns() throws {
+    let (channel, _) = try Self.channel(compressions: [.deflate])
+    var request = MetadataEntry(key: "k")
+    request.value = String(repeating: "v", count: 2_000)
+    try channel.writeInbound(Self.frame(.callStart, 1, CallStart(method: Self.echo).serializedBytes()))
+    try channel.writeInbound(Self.frame(.message, 1, [1] + Deflate.compress(request.serializedBytes())))
+    try channel.writeInbound(Self.frame(.callStart, 3, CallStart(method: Self.echo).serializedBytes()))
+    try channel.writeInbound(Self.frame(.message, 3, [1, 0xDE, 0xAD, 0xBE, 0xEF]))
+    channel.embeddedEventLoop.run()
+    #expect(try Self.readFrames(channel).isEmpty)  // nothing inflated, nothing refused yet
+    try channel.writeInbound(Self.frame(.halfClose, 3))
+    channel.embeddedEventLoop.run()
+    let refused = try Self.readFrames(channel)
+    #expect(refused.map(\.kind) == [.status] && refused.map(\.callID) == [3])
+    #expect(try CallStatus(serializedBytes: try #require(refused.first).payload).code == StatusCode.internal.rawValue)
+    try channel.writeInbound(Self.frame(.halfClose, 1))
+    channel.embeddedEventLoop.run()
+    let answered = try Self.readFrames(channel)
+    #expect(answered.map(\.kind) == [.message, .status] && answered.map(\.callID) == [1, 1])
+    let response = try #require(answered.first).payload
+    let inflated = response.first == 1 ? try Deflate.decompress(Array(response.dropFirst()), limit: 1 << 20) : Array(response.dropFirst())
+    #expect(try MetadataEntry(serializedBytes: inflated) == request)
   }
 
   /// A peer that breaks the protocol and reads nothing does not keep its connection by not
