@@ -111,8 +111,13 @@ extension Broker {
       throw RPCError(code: .permissionDenied, message: "the token does not cover topic \"\(request.topic)\"")
     }
     // Kept by SQLite storage as a key, like a cardID (see below).
-    guard request.idempotencyKey?.utf8.contains(0) != true else {
-      throw RPCError(code: .invalidArgument, message: "the idempotencyKey contains a NUL byte")
+    if let key = request.idempotencyKey {
+      guard !key.utf8.contains(0) else {
+        throw RPCError(code: .invalidArgument, message: "the idempotencyKey contains a NUL byte")
+      }
+      guard key.utf8.count <= Self.maxKeySize else {
+        throw RPCError(code: .invalidArgument, message: "an idempotencyKey of \(key.utf8.count) bytes, limit \(Self.maxKeySize)")
+      }
     }
     guard (1...configuration.maxChangesPerPublish).contains(request.changes.count) else {
       throw RPCError(
@@ -128,6 +133,13 @@ extension Broker {
       // ending at a NUL: two IDs that differ after one would come back from a restart as one.
       guard !change.cardID.utf8.contains(0) else {
         throw RPCError(code: .invalidArgument, message: "changes[\(index)]: the cardID contains a NUL byte")
+      }
+      guard change.cardID.utf8.count <= Self.maxKeySize else {
+        throw RPCError(
+          code: .invalidArgument, message: "changes[\(index)]: a cardID of \(change.cardID.utf8.count) bytes, limit \(Self.maxKeySize)")
+      }
+      if let size = change.card?.encodedSize(), size > Self.maxCardSize {
+        throw RPCError(code: .invalidArgument, message: "changes[\(index)]: a card of \(size) bytes, limit \(Self.maxCardSize)")
       }
       // (A one-change publish, the common one, needs no set.)
       guard request.changes.count == 1 || seen.insert(change.cardID).inserted else {

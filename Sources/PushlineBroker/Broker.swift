@@ -14,6 +14,13 @@ import Synchronization
 /// so each subscription sees a topic's changes exactly once, in offset order, after its
 /// catch-up or snapshot. When both are needed, the intake's is taken first.
 public final class Broker: Sendable {
+  /// The longest `cardID` or `idempotencyKey` a publish may carry, in bytes: each is kept as a
+  /// key (in storage, in every queue), so a few hundred bytes at most.
+  public static let maxKeySize = 256
+  /// The largest card a publish may carry, encoded, in bytes: tracker cards are a few hundred,
+  /// and a card is kept, and sent to each subscriber, whole.
+  public static let maxCardSize = 64 << 10
+
   /// The topics, their subscribers and the subscriptions.
   struct State {
     var topics: [String: TopicState] = [:]

@@ -178,6 +178,11 @@ public struct ServerConnectionStateMachine: Sendable {
 
   /// The highest protocol version this implementation speaks.
   public static let highestVersion: UInt32 = UInt32(ConnectionPreface.currentVersion)
+  /// The largest `ClientHello` a server accepts, in bytes: tokens and metadata are a few
+  /// hundred bytes, and the connection keeps them as long as it lives.
+  public static let maxClientHelloSize = 16 << 10
+  /// The smallest maximum frame size a server accepts from a client, in bytes.
+  public static let minFrameSize = 16 << 10
 
   private let configuration: Configuration
   private var state: State
@@ -274,6 +279,11 @@ public struct ServerConnectionStateMachine: Sendable {
         .close(after: [.preface(ConnectionPreface()), .frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes()))])
       ]
     }
+    // Held for the connection's life (its token and metadata), so bounded before anything.
+    guard frame.payload.count <= Self.maxClientHelloSize else {
+      return violation(
+        .resourceExhausted, "a ClientHello of \(frame.payload.count) bytes, limit \(Self.maxClientHelloSize)", sendPreface: true)
+    }
     guard frame.callID == 0, let hello = try? ClientHello(serializedBytes: frame.payload) else {
       return violation(.internal, "malformed ClientHello", sendPreface: true)
     }
@@ -285,6 +295,12 @@ public struct ServerConnectionStateMachine: Sendable {
     }
     let compression = hello.compressions.first { configuration.compressions.contains($0) } ?? .identity
     let limits = configuration.limits.agreed(with: hello.limits)
+    // Smaller frames would cut every response into pieces of a few bytes, each with its header.
+    guard limits.maxFrameSize >= Self.minFrameSize else {
+      return violation(
+        .failedPrecondition, "a maximum frame size of \(limits.maxFrameSize) bytes, below the \(Self.minFrameSize) a server requires",
+        sendPreface: true)
+    }
     let peer = Peer(
       version: version, compression: compression, limits: limits, authToken: hello.authToken,
       metadata: hello.metadata, userAgent: hello.userAgent)

@@ -126,6 +126,9 @@ public struct RPCServer: Sendable {
         }
         return channel.eventLoop.makeCompletedFuture {
           try channel.pipeline.syncOperations.addHandlers([
+            // No reading while the peer does not read what it is sent: what a connection's
+            // requests make the server write stays bounded by a read's worth.
+            BackPressureHandler(),
             FrameDecodingHandler(maxPayloadLength: configuration.connection.limits.maxFrameSize),
             FrameEncodingHandler(),
             IdleConnectionHandler(readTimeout: TimeAmount(configuration.idleTimeout)),

@@ -303,6 +303,12 @@ struct BrokerTests {
     (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a\u{0}x", 1))]), .invalidArgument),
     (PublishRequest(topic: "t", changes: [CardChange(removing: "a\u{0}")]), .invalidArgument),
     (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a", 1))], idempotencyKey: "k\u{0}1"), .invalidArgument),
+    // Kept as keys: a few hundred bytes at most.
+    (PublishRequest(topic: "t", changes: [CardChange(upserting: card(String(repeating: "c", count: 257), 1))]), .invalidArgument),
+    (PublishRequest(topic: "t", changes: [CardChange(removing: String(repeating: "c", count: 257))]), .invalidArgument),
+    (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a", 1))], idempotencyKey: String(repeating: "k", count: 257)),
+      .invalidArgument),
+    (PublishRequest(topic: "t", changes: [CardChange(upserting: titled("a", bytes: Broker.maxCardSize))]), .invalidArgument),
     // A card built in this process without its required priority and isValid.
     (PublishRequest(topic: "t", changes: [{ var card = TrackerCard(); card.cardID = "a"; return CardChange(upserting: card) }()]),
       .invalidArgument),
@@ -312,6 +318,20 @@ struct BrokerTests {
     await expectStatus(code) { try await broker.publish(request, for: publisher) }
     #expect(broker.intake.withLock { $0.pending.isEmpty })
     #expect(broker.state.withLock { $0.topics.values.allSatisfy { $0.topOffset == 0 } })
+  }
+
+  /// The size limits take what they name: keys of 256 bytes, and cards of 64 KiB.
+  @Test func keysAndCardsAtTheirLimitsAreTaken() async throws {
+    let broker = try await makeBroker()
+    let key = String(repeating: "k", count: Broker.maxKeySize)
+    var large = titled(String(repeating: "c", count: Broker.maxKeySize), bytes: Broker.maxCardSize)
+    while EncodedCard(large).encodedSize() > Broker.maxCardSize {
+      large.payload?.trackerDailyEarningsCard?.title.removeLast()
+    }
+    #expect(EncodedCard(large).encodedSize() == Broker.maxCardSize)
+    let response = try await broker.publish(
+      PublishRequest(topic: "t", changes: [CardChange(upserting: large)], idempotencyKey: key), for: publisher)
+    #expect(response.firstOffset == 1)
   }
 
   @Test func aCardIsForwardedAsItsPublisherEncodedIt() async throws {

@@ -52,6 +52,17 @@ func card(_ id: String, _ version: Int, expiresAt: Int64? = nil) -> TrackerCard 
   return card
 }
 
+/// A card whose daily-earnings title makes it at least `bytes` long, encoded.
+func titled(_ id: String, bytes: Int) -> TrackerCard {
+  var card = card(id, 1)
+  var daily = TrackerDailyEarningsCard()
+  daily.title = String(repeating: "t", count: bytes)
+  var payload = TrackerCardPayload()
+  payload.trackerDailyEarningsCard = daily
+  card.payload = payload
+  return card
+}
+
 func principal(_ role: Role, _ topics: [String] = ["*"], expiresAtMillis: Int64 = .max) -> Principal {
   Principal(subject: "test", role: role, topics: topics, expiresAtMillis: expiresAtMillis)
 }

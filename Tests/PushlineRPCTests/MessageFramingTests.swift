@@ -65,21 +65,23 @@ struct MessageFramingTests {
   /// the client's frame size; HALF_CLOSE in the middle of a message ends that call INTERNAL
   /// and the connection goes on.
   @Test func theServerMachineSplitsAndReassembles() throws {
+    // The smallest frames a server takes from a client.
+    let frameSize = ServerConnectionStateMachine.minFrameSize
     var limits = Limits()
-    limits.maxFrameSize = 16
+    limits.maxFrameSize = UInt32(frameSize)
     var (machine, _) = ServerConnectionStateMachineTests.connected(limits: limits)
     _ = machine.received(ServerConnectionStateMachineTests.start(1), serverTimeMillis: 0)
-    let request = Array(repeating: UInt8(7), count: 40)
-    let frames = MessageFraming.frames(for: request, compressed: false, callID: 1, maxFrameSize: 16)
+    let request = Array(repeating: UInt8(7), count: 2 * frameSize + 500)
+    let frames = MessageFraming.frames(for: request, compressed: false, callID: 1, maxFrameSize: frameSize)
     let actions = frames.flatMap { machine.received(.frame($0), serverTimeMillis: 0) }
     #expect(actions == [.deliverMessage(callID: 1, payload: request[...], compressed: false)])
 
-    let response = machine.send(message: Array(repeating: 9, count: 33), compressed: false, callID: 1)
+    let response = machine.send(message: Array(repeating: 9, count: 2 * frameSize + 1), compressed: false, callID: 1)
     guard case .write(let elements)? = response.first else {
       Issue.record("expected the response's frames, got \(response)")
       return
     }
-    #expect(elements.compactMap(\.frame?.payload.count) == [16, 16, 2])
+    #expect(elements.compactMap(\.frame?.payload.count) == [frameSize, frameSize, 2])  // the flag byte, then the message
     #expect(elements.allSatisfy { if case .frame = $0 { true } else { false } })
 
     _ = machine.received(ServerConnectionStateMachineTests.start(2), serverTimeMillis: 0)

@@ -92,6 +92,50 @@ struct ServerConnectionStateMachineTests {
     #expect(machine.isClosed)
   }
 
+  /// The connection keeps the ClientHello's token and metadata as long as it lives: one past
+  /// the limit is refused before it is decoded; one at the limit is taken.
+  @Test func aClientHelloPastItsLimitIsRefused() throws {
+    func hello(tokenBytes: Int) -> [UInt8] {
+      var hello = ClientHello(minVersion: 1, maxVersion: 1)
+      hello.authToken = String(repeating: "t", count: tokenBytes)
+      return hello.serializedBytes()
+    }
+    func handshake(_ hello: [UInt8]) -> [Machine.Action] {
+      var machine = Machine()
+      _ = machine.received(.preface(ConnectionPreface()), serverTimeMillis: 0)
+      return machine.received(.frame(Frame(kind: .handshake, callID: 0, payload: hello)), serverTimeMillis: 0)
+    }
+    // A token of n bytes (n below 16,384) takes n + 3: its tag and two bytes of length.
+    let tokenless = ClientHello(minVersion: 1, maxVersion: 1).serializedBytes().count
+    let atLimit = hello(tokenBytes: Machine.maxClientHelloSize - tokenless - 3)
+    let pastLimit = hello(tokenBytes: Machine.maxClientHelloSize - tokenless - 2)
+    #expect(atLimit.count == Machine.maxClientHelloSize && pastLimit.count == Machine.maxClientHelloSize + 1)
+    let taken = handshake(atLimit)
+    guard case .write(let elements)? = taken.first, case .frame(let frame)? = elements.last else {
+      Issue.record("expected a ServerHello, got \(taken)")
+      return
+    }
+    #expect(frame.kind == .handshake)
+    let refused = try Self.goAway(in: handshake(pastLimit))
+    #expect(refused.code == StatusCode.resourceExhausted.rawValue)
+  }
+
+  /// Smaller frames would cut every response into pieces of a few bytes.
+  @Test func aClientTakingFramesBelowTheMinimumIsRefused() throws {
+    var small = Limits()
+    small.maxFrameSize = UInt32(Machine.minFrameSize - 1)
+    var machine = Machine()
+    _ = machine.received(.preface(ConnectionPreface()), serverTimeMillis: 0)
+    let actions = machine.received(.frame(Self.hello(limits: small)), serverTimeMillis: 0)
+    #expect(try Self.goAway(in: actions).code == StatusCode.failedPrecondition.rawValue)
+    #expect(machine.isClosed)
+    small.maxFrameSize = UInt32(Machine.minFrameSize)
+    var taken = Machine()
+    _ = taken.received(.preface(ConnectionPreface()), serverTimeMillis: 0)
+    #expect(!taken.received(.frame(Self.hello(limits: small)), serverTimeMillis: 0).isEmpty)
+    #expect(!taken.isClosed)
+  }
+
   @Test func framesBeforeTheHandshakeAreViolations() throws {
     var machine = Machine()
     #expect(try Self.goAway(in: machine.received(Self.start(1), serverTimeMillis: 0)).code == StatusCode.internal.rawValue)
