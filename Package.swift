@@ -131,6 +131,7 @@ let package = Package(
       dependencies: [
         "PushlineClient", "PushlineBroker", "PushlineCLI", "PushlineRPC", "PushlineRPCNIO", "PushlineSchema", "PushlineTesting",
         "PushlineWire",
+        .product(name: "GRDB", package: "GRDB.swift"),
         .product(name: "NIOCore", package: "swift-nio"),
       ],
       swiftSettings: strictSettings

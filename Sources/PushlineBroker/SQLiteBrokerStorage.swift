@@ -66,34 +66,65 @@ public final class SQLiteBrokerStorage: BrokerStorage {
     return migrator
   }
 
+  /// Every topic with its cards and tombstones.
+  ///
+  /// - Throws: a ``StorageDecodingError`` for the first row that does not decode; GRDB's
+  ///   error when the database cannot be read.
   public func loadTopics() async throws -> [TopicState] {
     try await database.read { db in
       var records: [String: [CardRecord]] = [:]
       let cards = try Row.fetchCursor(db, sql: "SELECT topic, cardID, offset, card, changedAtMillis FROM card")
-      while let row = try cards.next() {
-        let blob: Data? = row["card"]
-        let card = try blob.map { try EncodedCard(serializedBytes: [UInt8]($0)) }
-        records[row["topic"], default: []].append(
-          CardRecord(cardID: row["cardID"], offset: row["offset"], card: card, changedAtMillis: row["changedAtMillis"]))
+      // Copied: a copy's values convert strictly, where the cursor's own row reads an offset of 'x' as 0.
+      while let row = try cards.next()?.copy() {
+        let (topic, record) = try Self.decode(row, of: "card") { row in
+          let card = try row.decode(Data?.self, forColumn: "card").map { try EncodedCard(serializedBytes: [UInt8]($0)) }
+          let record = CardRecord(
+            cardID: try row.decode(forColumn: "cardID"), offset: try row.decode(forColumn: "offset"), card: card,
+            changedAtMillis: try row.decode(forColumn: "changedAtMillis"))
+          return (try row.decode(String.self, forColumn: "topic"), record)
+        }
+        records[topic, default: []].append(record)
       }
       return try Row.fetchAll(db, sql: "SELECT name, epoch, topOffset, floorOffset FROM topic").map { row in
-        let name: String = row["name"]
-        return TopicState(
-          name: name, epoch: row["epoch"], topOffset: row["topOffset"], floorOffset: row["floorOffset"],
-          records: records[name] ?? [])
+        try Self.decode(row, of: "topic") { row in
+          let name: String = try row.decode(forColumn: "name")
+          return TopicState(
+            name: name, epoch: try row.decode(forColumn: "epoch"), topOffset: try row.decode(forColumn: "topOffset"),
+            floorOffset: try row.decode(forColumn: "floorOffset"), records: records[name] ?? [])
+        }
       }
     }
   }
 
+  /// The idempotency records written at or after `sinceMillis`.
+  ///
+  /// - Throws: a ``StorageDecodingError`` for the first row that does not decode; GRDB's
+  ///   error when the database cannot be read.
   public func loadPublishRecords(sinceMillis: Int64) async throws -> [PublishRecord] {
     try await database.read { db in
       try Row.fetchAll(
         db, sql: "SELECT * FROM publishRecord WHERE committedAtMillis >= ?", arguments: [sinceMillis]
       ).map { row in
-        PublishRecord(
-          topic: row["topic"], key: row["key"], epoch: row["epoch"], firstOffset: row["firstOffset"],
-          lastOffset: row["lastOffset"], committedAtMillis: row["committedAtMillis"])
+        try Self.decode(row, of: "publishRecord") { row in
+          PublishRecord(
+            topic: try row.decode(forColumn: "topic"), key: try row.decode(forColumn: "key"), epoch: try row.decode(forColumn: "epoch"),
+            firstOffset: try row.decode(forColumn: "firstOffset"), lastOffset: try row.decode(forColumn: "lastOffset"),
+            committedAtMillis: try row.decode(forColumn: "committedAtMillis"))
+        }
       }
+    }
+  }
+
+  /// What `body` makes of `row`, a row of `table`, or the ``StorageDecodingError`` saying why
+  /// it cannot: GRDB's error for a value not of its column's type (it names the column and
+  /// shows the row), or the card decoder's.
+  private static func decode<Value>(_ row: Row, of table: String, _ body: (Row) throws -> Value) throws(StorageDecodingError) -> Value {
+    do {
+      return try body(row)
+    } catch let error as WireDecodingError {
+      throw StorageDecodingError(table: table, message: "the card's bytes are no card (\(error)) - row: \(row)")
+    } catch {
+      throw StorageDecodingError(table: table, message: "\(error)")
     }
   }
 

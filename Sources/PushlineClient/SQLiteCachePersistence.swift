@@ -35,22 +35,46 @@ public final class SQLiteCachePersistence: CachePersistence {
     return migrator
   }
 
+  /// Every stored topic.
+  ///
+  /// - Throws: a ``CacheDecodingError`` for the first row that does not decode; GRDB's error
+  ///   when the file cannot be read.
   public func load() throws -> [TopicCache] {
     try database.read { db in
       var topics: [String: TopicCache] = [:]
       for row in try Row.fetchAll(db, sql: "SELECT * FROM topic") {
-        let name: String = row["name"]
-        topics[name] = TopicCache(topic: name, epoch: row["epoch"], position: row["position"], verifiedAtMillis: row["verifiedAtMillis"])
+        let topic = try Self.decode(row, of: "topic") { row in
+          TopicCache(
+            topic: try row.decode(forColumn: "name"), epoch: try row.decode(forColumn: "epoch"),
+            position: try row.decode(forColumn: "position"), verifiedAtMillis: try row.decode(forColumn: "verifiedAtMillis"))
+        }
+        topics[topic.topic] = topic
       }
       let cards = try Row.fetchCursor(db, sql: "SELECT * FROM card")
-      while let row = try cards.next() {
-        let topic: String = row["topic"]
-        let blob: Data = row["card"]
-        let card = try TrackerCard(serializedBytes: [UInt8](blob))
-        topics[topic, default: TopicCache(topic: topic)].cards[card.cardID] = CachedCard(
-          topic: topic, card: card, offset: row["offset"], receivedAtMillis: row["receivedAtMillis"])
+      // Copied: a copy's values convert strictly, where the cursor's own row reads an offset of 'x' as 0.
+      while let row = try cards.next()?.copy() {
+        let cached = try Self.decode(row, of: "card") { row in
+          CachedCard(
+            topic: try row.decode(forColumn: "topic"),
+            card: try TrackerCard(serializedBytes: [UInt8](try row.decode(Data.self, forColumn: "card"))),
+            offset: try row.decode(forColumn: "offset"), receivedAtMillis: try row.decode(forColumn: "receivedAtMillis"))
+        }
+        topics[cached.topic, default: TopicCache(topic: cached.topic)].cards[cached.card.cardID] = cached
       }
       return Array(topics.values)
+    }
+  }
+
+  /// What `body` makes of `row`, a row of `table`, or the ``CacheDecodingError`` saying why it
+  /// cannot: GRDB's error for a value not of its column's type (it names the column and shows
+  /// the row), or the card decoder's.
+  private static func decode<Value>(_ row: Row, of table: String, _ body: (Row) throws -> Value) throws(CacheDecodingError) -> Value {
+    do {
+      return try body(row)
+    } catch let error as WireDecodingError {
+      throw CacheDecodingError(table: table, message: "the card's bytes are no card (\(error)) - row: \(row)")
+    } catch {
+      throw CacheDecodingError(table: table, message: "\(error)")
     }
   }
 

@@ -82,6 +82,28 @@ struct SQLiteBrokerStorageTests {
     #expect(after.epoch == before.epoch && after.changes.map(\.cardID) == ["a"])
   }
 
+  /// A database whose value is not of its column's type (damaged, or written by something
+  /// else) stops the broker's start with a ``StorageDecodingError`` naming the table and the
+  /// column — not a crash, and not a silent 0 for an offset.
+  @Test("a value of the wrong type", arguments: [
+    ("UPDATE topic SET epoch = 'x'", "topic", "column: \"epoch\""),
+    ("UPDATE card SET offset = 'x' WHERE cardID = 'a'", "card", "column: \"offset\""),
+    ("UPDATE card SET topic = x'ff'", "card", "column: \"topic\""),
+    ("UPDATE card SET card = x'0a' WHERE cardID = 'a'", "card", "the card's bytes are no card (truncated input"),
+    ("UPDATE publishRecord SET lastOffset = 1.5e300", "publishRecord", "column: \"lastOffset\""),
+  ])
+  func aValueOfTheWrongTypeStopsTheStart(corruption: String, table: String, message: String) async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    try await open().publish("t", [card("a", 1), card("b", 1)], key: "k")
+    try await DatabaseQueue(path: directory + "/broker.sqlite").write { try $0.execute(sql: corruption) }
+    await #expect {
+      try await open()
+    } throws: { error in
+      guard let error = error as? StorageDecodingError else { return false }
+      return error.table == table && error.message.contains(message)
+    }
+  }
+
   /// A broker started again on in-memory storage, even the same storage in the same process,
   /// starts over: its topics come back empty, in new epochs, so a position from before means
   /// nothing and a client resuming from it gets a snapshot.

@@ -1,6 +1,8 @@
 import Foundation
+import GRDB
 import PushlineClient
 import PushlineSchema
+import PushlineWire
 import Testing
 
 @Suite("Card cache: the delivery contract's client side, and persistence")
@@ -43,5 +45,29 @@ struct TopicCacheTests {
     #expect(topic.cards.mapValues(\.card) == ["a": card("a", priority: 1)])
     #expect(topic.cards["a"]?.receivedAtMillis == 99_000)
     #expect(reopened.positions(for: ["t", "u"]) == [TopicPosition(topic: "t", epoch: 7, offset: 3), TopicPosition(topic: "u")])
+  }
+
+  /// A cache file whose value is not of its column's type (written by something else, or
+  /// damaged) fails to load with a ``CacheDecodingError`` naming the table — not a crash, and
+  /// not a silent 0 for the offset.
+  @Test("a value of the wrong type", arguments: [
+    ("UPDATE topic SET epoch = 'x'", "topic", "column: \"epoch\""),
+    ("UPDATE topic SET name = x'ff'", "topic", "column: \"name\""),
+    ("UPDATE card SET offset = 'x'", "card", "column: \"offset\""),
+    ("UPDATE card SET card = x'0a'", "card", "the card's bytes are no card (truncated input"),
+  ])
+  func aCacheFileWithAValueOfTheWrongTypeDoesNotLoad(corruption: String, table: String, message: String) throws {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-cache-\(UInt32.random(in: 0...UInt32.max))/cache.sqlite").path
+    defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+    let cache = try CardCache(persistence: SQLiteCachePersistence(path: path))
+    cache.apply(update("t", from: 1, [card("a", priority: 1)], snapshot: true), receivedAtMillis: 99_000)
+    try cache.flush()
+    try DatabaseQueue(path: path).write { try $0.execute(sql: corruption) }
+    #expect {
+      try SQLiteCachePersistence(path: path).load()
+    } throws: { error in
+      guard let error = error as? CacheDecodingError else { return false }
+      return error.table == table && error.message.contains(message)
+    }
   }
 }
