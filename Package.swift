@@ -144,7 +144,7 @@ let package = Package(
     .testTarget(
       name: "PushlineCLITests",
       dependencies: [
-        "PushlineWire", "PushlineSchema", "PushlineRPC", "PushlineRPCNIO", "PushlineBroker", "PushlineCLI",
+        "PushlineWire", "PushlineSchema", "PushlineRPC", "PushlineRPCNIO", "PushlineBroker", "PushlineClient", "PushlineCLI",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),

@@ -45,7 +45,7 @@ extension Broker {
       return completion.complete(with: .failure(error))
     }
     let now = configuration.nowMillis()
-    let window = configuration.idempotencyWindow.milliseconds
+    let window = configuration.idempotencyWindowMillis
     enum Next { case answered(PublishResponse), queued, commit }
     let next = intake.withLock { intake -> Next in
       if let key = request.idempotencyKey {
@@ -207,7 +207,7 @@ extension Broker {
   /// its storage batch outside the lock; `nil` when nothing is left, which ends the committing.
   private func takePendingBatch() -> (StorageBatch, [PendingPublish])? {
     let now = configuration.nowMillis()
-    let window = configuration.idempotencyWindow.milliseconds
+    let window = configuration.idempotencyWindowMillis
     let taken = intake.withLock { intake -> (publishes: [PendingPublish], prunes: [TombstonePrune], forgets: Bool)? in
       guard !intake.pending.isEmpty || !intake.pendingPrunes.isEmpty else {
         intake.isCommitting = false

@@ -67,7 +67,7 @@ public final class Broker: Sendable {
     for topic in try await storage.loadTopics() { state.topics[topic.name] = topic }
     let now = configuration.nowMillis()
     var intake = Intake()
-    for record in try await storage.loadPublishRecords(sinceMillis: now - configuration.idempotencyWindow.milliseconds) {
+    for record in try await storage.loadPublishRecords(sinceMillis: now - configuration.idempotencyWindowMillis) {
       intake.publishRecords[PublishRecordKey(topic: record.topic, key: record.key)] = record
     }
     intake.lastRecordCleanupMillis = now

@@ -2,7 +2,8 @@ import Foundation
 public import PushlineRPC
 public import Logging
 
-/// How a broker behaves: the bounds that keep it safe and the clock it reads.
+/// How a broker behaves: the bounds that keep it safe and the clock it reads. A duration
+/// beyond `Int64` milliseconds (some 292 million years) counts as forever.
 public struct BrokerConfiguration: Sendable {
   /// Tombstones kept per topic; past this the oldest go and the floor rises.
   public var maxTombstonesPerTopic: Int
@@ -59,12 +60,19 @@ public struct BrokerConfiguration: Sendable {
     self.metrics = metrics
     self.logger = logger
   }
+
+  /// ``idempotencyWindow`` in milliseconds, from 0 (a negative window counts as none) to
+  /// `Int64.max`, so that a clock reading (never negative) minus it stays in range.
+  var idempotencyWindowMillis: Int64 { max(idempotencyWindow.milliseconds, 0) }
 }
 
 extension Duration {
-  /// The duration in whole milliseconds.
+  /// The duration in whole milliseconds, saturating at `Int64.min` and `Int64.max` (past some
+  /// 292 million years either way).
   var milliseconds: Int64 {
     let (seconds, attoseconds) = components
-    return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+    let (sum, carry) = whole.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
+    return overflow || carry ? (seconds < 0 ? .min : .max) : sum
   }
 }

@@ -100,10 +100,12 @@ public final class TokenAuthority: Sendable {
     let result: Result<Principal, RPCError>
     do {
       let claims = try await keys.verify(token, as: TokenClaims.self)
+      // An expiry beyond Int64 milliseconds (some 292 million years after 1970) is never; as far before, long past.
+      let expiry = (claims.exp.value.timeIntervalSince1970 * 1000).rounded()
       result = .success(
         Principal(
           subject: claims.sub.value, role: claims.role, topics: claims.topics,
-          expiresAtMillis: Int64((claims.exp.value.timeIntervalSince1970 * 1000).rounded())))
+          expiresAtMillis: Int64(exactly: expiry) ?? (expiry > 0 ? .max : .min)))
     } catch {
       result = .failure(RPCError(code: .unauthenticated, message: "the auth token does not verify: \(error)"))
     }

@@ -75,11 +75,15 @@ public struct TopicState: Sendable {
   /// The tombstones to drop so that at most `limit` remain and none is older than `maxAgeMillis`,
   /// and the floor that dropping them sets; `nil` when there is nothing to drop. Oldest first.
   /// Nothing is dropped until the count passes the limit by an eighth (at least 16), so that
-  /// prunes come in batches rather than one per removal.
+  /// prunes come in batches rather than one per removal. A negative limit counts as 0; a limit
+  /// or an age too large to add to counts or subtract from times prunes nothing by it.
   public func tombstonesToPrune(limit: Int, maxAgeMillis: Int64, nowMillis: Int64) -> TombstonePrune? {
     guard tombstoneCount > 0 else { return nil }  // the common case: no scan at all
-    let oldestAllowed = nowMillis - maxAgeMillis
-    guard tombstoneCount > limit + max(16, limit / 8) || records.values.contains(where: { $0.isTombstone && $0.changedAtMillis < oldestAllowed })
+    let limit = max(limit, 0)
+    let (slack, slackOverflows) = limit.addingReportingOverflow(max(16, limit / 8))
+    let (oldest, oldestOverflows) = nowMillis.subtractingReportingOverflow(maxAgeMillis)
+    let oldestAllowed = oldestOverflows ? (maxAgeMillis > 0 ? .min : .max) : oldest
+    guard (!slackOverflows && tombstoneCount > slack) || records.values.contains(where: { $0.isTombstone && $0.changedAtMillis < oldestAllowed })
     else { return nil }
     let tombstones = records.values.filter(\.isTombstone).sorted { $0.offset < $1.offset }
     let excess = tombstones.count - limit

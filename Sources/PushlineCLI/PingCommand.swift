@@ -14,12 +14,14 @@ struct PingCommand: AsyncParsableCommand {
   @Argument(help: "The server, as HOST:PORT.")
   var address: String
 
-  @Option(help: "Seconds to wait for the whole check.")
+  @Option(help: "Seconds to wait for the whole check (at most a year).")
   var timeout = 5.0
 
   func validate() throws {
     guard ServerAddress(address) != nil else { throw ValidationError("expected HOST:PORT, got '\(address)'") }
-    guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+    guard timeout > 0, timeout <= Double(SecondsLimit.maximum) else {
+      throw ValidationError("--timeout must be positive and at most \(SecondsLimit.description), not \(timeout)")
+    }
   }
 
   func run() async throws {

@@ -89,12 +89,20 @@ extension ServeSettings {
     try check()
   }
 
-  /// Throws a ``CommandFailure`` naming the first setting out of its range.
+  /// Throws a ``CommandFailure`` naming the first setting out of its range. Durations are at
+  /// most a year (``SecondsLimit``); counts and rates have no upper bound.
   private func check() throws(CommandFailure) {
     for (key, value) in [("port", port), ("metricsPort", metricsPort ?? 0)] where !(0...65_535).contains(value) {
       throw CommandFailure("\(key) must be 0…65535, not \(value)")
     }
     guard watermarkInterval > 0 else { throw CommandFailure("watermarkInterval must be positive, not \(watermarkInterval)") }
+    let durations = [
+      ("watermarkInterval", watermarkInterval), ("idempotencyWindow", idempotencyWindow), ("gracePeriod", gracePeriod),
+      ("lameDuckPeriod", lameDuckPeriod),
+    ]
+    for (key, value) in durations where value > SecondsLimit.maximum {
+      throw CommandFailure("\(key) must be at most \(SecondsLimit.description), not \(value)")
+    }
     let counts = [
       ("tombstoneLimit", tombstoneLimit), ("idempotencyWindow", idempotencyWindow), ("gracePeriod", gracePeriod),
       ("lameDuckPeriod", lameDuckPeriod), ("maxConnectionsPerSecond", maxConnectionsPerSecond),

@@ -23,14 +23,16 @@ struct TokenCommand: AsyncParsableCommand {
   @Option(name: .customLong("topic"), help: "A topic or prefix* the token covers (repeat for more).")
   var topics: [String]
 
-  @Option(help: "Seconds until the token expires.")
+  @Option(help: "Seconds until the token expires (at most a year).")
   var ttl = 3600
 
   @OptionGroup var tokenSecret: TokenSecretOptions
 
   func validate() throws {
     guard !topics.isEmpty else { throw ValidationError("give at least one --topic") }
-    guard ttl > 0 else { throw ValidationError("--ttl must be positive") }
+    guard (1...SecondsLimit.maximum).contains(ttl) else {
+      throw ValidationError("--ttl must be positive and at most \(SecondsLimit.description), not \(ttl)")
+    }
     guard Role(rawValue: role) != nil else { throw ValidationError("--role must be publisher, subscriber or admin") }
   }
 

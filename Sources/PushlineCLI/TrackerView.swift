@@ -33,10 +33,12 @@ enum TrackerView {
   }
 
   /// One card: its text, and when it may be out of date, its age and why —
-  /// "Today · ••••  (updated 3 min ago · offline)".
+  /// "Today · ••••  (updated 3 min ago · offline)". The update time is the publisher's word,
+  /// passed on unchecked: one so far off that the age does not fit in `Int64` reads "updated ? ago".
   static func item(_ item: TrackerItem, nowMillis: Int64) -> String {
     guard let staleness = item.staleness else { return item.text }
-    let updated = "updated \(age(nowMillis / 1000 - item.lastUpdatedAt)) ago"
+    let (seconds, overflow) = (nowMillis / 1000).subtractingReportingOverflow(item.lastUpdatedAt)
+    let updated = "updated \(overflow ? "?" : age(seconds)) ago"
     switch staleness {
     case .offline: return "\(item.text)  (\(updated) · offline)"
     case .serviceOutage(let message): return "\(item.text)  (\(updated) · \(message ?? "service outage"))"

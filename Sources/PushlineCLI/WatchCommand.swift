@@ -31,7 +31,7 @@ struct WatchCommand: AsyncParsableCommand {
   @Option(help: "The card cache's SQLite file.")
   var cache = "pushline-watch-cache.sqlite"
 
-  @Option(help: "Seconds offline after which cards are marked stale.")
+  @Option(help: "Seconds offline after which cards are marked stale (at most a year).")
   var staleAfter = 30
 
   @Flag(help: "Log plain lines even in a terminal.")
@@ -39,6 +39,9 @@ struct WatchCommand: AsyncParsableCommand {
 
   func validate() throws {
     guard ServerAddress(address) != nil else { throw ValidationError("expected HOST:PORT, got '\(address)'") }
+    guard (0...SecondsLimit.maximum).contains(staleAfter) else {
+      throw ValidationError("--stale-after must be at least 0 and at most \(SecondsLimit.description), not \(staleAfter)")
+    }
   }
 
   func run() async throws {
@@ -46,10 +49,11 @@ struct WatchCommand: AsyncParsableCommand {
     guard let token = token ?? ProcessInfo.processInfo.environment["PUSHLINE_TOKEN"] else {
       throw CommandFailure("no token: pass --token or set PUSHLINE_TOKEN (pushline token --role subscriber mints one)")
     }
-    let followed = topics.isEmpty ? ["driver/\(driver)/earnings", "driver/\(driver)/incentives"] : topics
     let tracker = TrackerDataManager(
-      cache: try CardCache(persistence: SQLiteCachePersistence(path: cache)), topics: followed,
+      cache: try CardCache(persistence: SQLiteCachePersistence(path: cache)),
+      topics: topics.isEmpty ? ["driver/\(driver)/earnings", "driver/\(driver)/incentives"] : topics,
       configuration: .init(staleAfterOffline: .seconds(Int64(staleAfter))))
+    let followed = tracker.topics  // each once, however often given
     let manager = ConnectionManager(
       connector: RPCTrackerConnector(host: server.host, port: server.port, token: token),
       services: followed.map { ServiceDataManager(name: $0, topic: $0) }, tracker: tracker)

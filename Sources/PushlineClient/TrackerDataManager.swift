@@ -9,7 +9,11 @@ import Synchronization
 ///
 /// Validation: a card is shown when the service marked it valid, it has not expired by the
 /// client's clock corrected for the broker's, and its payload is handled by an enabled
-/// plugin. Ranking: priority, highest first, then cardID, then topic — deterministic.
+/// plugin. The correction is the latest update's server time minus the client's clock, held
+/// within ±24 h (``maximumSkewMillis``): a broker further off is a broken clock, and a time it
+/// sends should not make every card expire, or none. A server time so far from the client's
+/// clock that the difference does not fit in `Int64` is ignored, and the previous correction
+/// kept. Ranking: priority, highest first, then cardID, then topic — deterministic.
 /// Status: the last card that arrived asking to force the switch, while it stays valid;
 /// otherwise the highest `statusModePriority` (then priority, then the ranking).
 public final class TrackerDataManager: Sendable {
@@ -19,7 +23,8 @@ public final class TrackerDataManager: Sendable {
     public var plugins: [any CardPlugin]
     /// Payload kinds switched off: their cards are not shown, the others are unaffected.
     public var disabledKinds: Set<PayloadKind>
-    /// Offline this long, every card is marked stale.
+    /// Offline this long, every card is marked stale. A duration beyond `Int64` milliseconds
+    /// (some 292 million years) counts as forever.
     public var staleAfterOffline: Duration
     /// The mode stream carries at most one value per interval while updates pour in (a
     /// screen shows 60 frames a second; recomputing the modes for every update would cap the
@@ -53,7 +58,8 @@ public final class TrackerDataManager: Sendable {
     var announced: [String: Int64] = [:]
     var privacy = false
     var connection = ConnectionState()
-    /// Broker clock minus client clock, from the latest update's server time.
+    /// Broker clock minus client clock, from the latest update's server time; within
+    /// ±``TrackerDataManager/maximumSkewMillis``.
     var skewMillis: Int64 = 0
     var modes = TrackerModes.empty
     /// Counts applies; `modes` reflects the cache as of `publishedGeneration`.
@@ -69,16 +75,20 @@ public final class TrackerDataManager: Sendable {
 
   /// The cards, per topic.
   public let cache: CardCache
-  /// The topics of the upstream services whose cards the tracker shows.
+  /// The topics of the upstream services whose cards the tracker shows, each once.
   public let topics: [String]
+  /// The largest clock difference between broker and client the tracker corrects for: 24 h.
+  public static let maximumSkewMillis: Int64 = 86_400_000
   private let configuration: Configuration
   private let plugins: [PayloadKind: any CardPlugin]
   private let state = Mutex(State())
 
-  /// A tracker over `topics` of `cache`; it publishes the cached cards at once.
+  /// A tracker over `topics` of `cache`; it publishes the cached cards at once. A topic given
+  /// more than once counts once (`pushline watch --topic a --topic a`), in the place it first has.
   public init(cache: CardCache, topics: [String], configuration: Configuration = Configuration()) {
     self.cache = cache
-    self.topics = topics
+    var seen = Set<String>()
+    self.topics = topics.filter { seen.insert($0).inserted }
     self.configuration = configuration
     plugins = Dictionary(configuration.plugins.map { ($0.kind, $0) }, uniquingKeysWith: { first, _ in first })
     publish()
@@ -125,7 +135,7 @@ public final class TrackerDataManager: Sendable {
     var skew: Int64?
     for update in updates {
       let outcome = cache.apply(update, receivedAtMillis: now)
-      if let serverTime = update.serverTimeMillis { skew = serverTime - now }
+      if let serverTime = update.serverTimeMillis, let sample = Self.skew(serverTimeMillis: serverTime, nowMillis: now) { skew = sample }
       arrivals += outcome.upserted.map { (update.topic, $0) }
     }
     let (bulletins, bulletinObservers, schedule) = state.withLock { state in
@@ -140,7 +150,7 @@ public final class TrackerDataManager: Sendable {
           state.forced = Forced(topic: topic, cardID: cached.card.cardID, offset: cached.offset)
         }
         guard cached.card.cardType == .bulletin, state.announced[key] != cached.offset,
-          let kind = isShown(cached.card, nowMillis: now + state.skewMillis)
+          let kind = isShown(cached.card, nowMillis: Self.brokerMillis(now, skew: state.skewMillis))
         else { continue }
         state.announced[key] = cached.offset
         bulletins.append(
@@ -176,6 +186,21 @@ public final class TrackerDataManager: Sendable {
   /// Re-evaluates expiry and staleness as time passes; call it every second or so.
   public func refresh() { publish() }
 
+  /// The broker's clock minus the client's, `serverTimeMillis - nowMillis`, held within
+  /// ±``maximumSkewMillis``; `nil` when the difference does not fit in `Int64` (a server time
+  /// near either end of it, which no clock gives).
+  private static func skew(serverTimeMillis: Int64, nowMillis: Int64) -> Int64? {
+    let (difference, overflow) = serverTimeMillis.subtractingReportingOverflow(nowMillis)
+    return overflow ? nil : min(max(difference, -maximumSkewMillis), maximumSkewMillis)
+  }
+
+  /// The broker's clock when the client's reads `nowMillis`, saturating at the ends of `Int64`
+  /// (only an injected clock gets there).
+  private static func brokerMillis(_ nowMillis: Int64, skew: Int64) -> Int64 {
+    let (sum, overflow) = nowMillis.addingReportingOverflow(skew)
+    return overflow ? (skew < 0 ? .min : .max) : sum
+  }
+
   /// The payload kind of `card` if it is shown at `nowMillis` (broker time), `nil` otherwise.
   private func isShown(_ card: TrackerCard, nowMillis: Int64) -> PayloadKind? {
     guard card.isValid, let payload = card.payload, let kind = PayloadKind(payload), !configuration.disabledKinds.contains(kind),
@@ -192,7 +217,7 @@ public final class TrackerDataManager: Sendable {
     let cards = cache.cards(in: topics)
     let verified = Dictionary(uniqueKeysWithValues: topics.map { ($0, cache.topic($0)?.verifiedAtMillis) })
     let (modes, modeObservers) = state.withLock { state in
-      let brokerNow = now + state.skewMillis
+      let brokerNow = Self.brokerMillis(now, skew: state.skewMillis)
       let offlineStale = state.connection.offlineSinceMillis.flatMap { since in
         now - since >= configuration.staleAfterOffline.milliseconds ? Staleness.offline(sinceMillis: since) : nil
       }
@@ -229,9 +254,12 @@ public final class TrackerDataManager: Sendable {
 }
 
 extension Duration {
-  /// The duration in whole milliseconds.
+  /// The duration in whole milliseconds, saturating at `Int64.min` and `Int64.max` (past some
+  /// 292 million years either way).
   var milliseconds: Int64 {
     let (seconds, attoseconds) = components
-    return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+    let (sum, carry) = whole.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
+    return overflow || carry ? (seconds < 0 ? .min : .max) : sum
   }
 }

@@ -155,6 +155,36 @@ struct BrokerTests {
     #expect(late.replayed == nil && late.firstOffset == 2)
   }
 
+  /// A window, an interval or a limit too large for the broker's `Int64` milliseconds or `Int`
+  /// counts — a caller's `.seconds(.max)` — means forever or never, not a crash.
+  @Test func windowsIntervalsAndLimitsPastTheirIntegersAreForever() async throws {
+    let broker = try await makeBroker {
+      $0.idempotencyWindow = .seconds(Int64.max)
+      $0.watermarkInterval = .seconds(Int64.max)
+      $0.maxTombstoneAge = .seconds(Int64.max)
+      $0.maxTombstonesPerTopic = .max
+    }
+    let first = try await broker.publish("t", [card("a", 1)], key: "k1")
+    let subscription = try broker.subscribe("t")
+    try await broker.publish("t", [], removing: ["a"])  // a tombstone, held against the limit and the age
+    _ = try ready(subscription)
+    clock.advance(by: .seconds(10 * 365 * 86_400))
+    broker.tick()
+    #expect(try ready(subscription).isEmpty)  // no watermark
+    let retry = try await broker.publish("t", [card("a", 1)], key: "k1")
+    #expect(retry.replayed == true && retry.firstOffset == first.firstOffset)
+    #expect(broker.state.withLock { $0.topics["t"]!.tombstoneCount } == 1)
+  }
+
+  /// A negative idempotency window, however long, counts as none: a key is forgotten as soon
+  /// as the clock moves on.
+  @Test func aNegativeIdempotencyWindowCountsAsNone() async throws {
+    let broker = try await makeBroker { $0.idempotencyWindow = .seconds(Int64.min) }
+    try await broker.publish("t", [card("a", 1)], key: "k1")
+    clock.advance(by: .milliseconds(1))
+    #expect(try await broker.publish("t", [card("a", 1)], key: "k1").replayed == nil)
+  }
+
   /// A retry arriving while its original is being committed (the acknowledgement seemed slow)
   /// waits for the original's answer instead of being applied a second time.
   @Test(.timeLimit(.minutes(1))) func aRetryDuringItsOriginalsCommitIsNotAppliedAgain() async throws {

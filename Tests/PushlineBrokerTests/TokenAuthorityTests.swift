@@ -32,6 +32,14 @@ struct TokenAuthorityTests {
     await expectStatus(.unauthenticated) { try await authority.authenticate(expiring) }  // also once cached
   }
 
+  /// A token's expiry is seconds in a JSON number, so a correctly signed one can name a time
+  /// past `Int64` milliseconds (some 292 million years): it never expires.
+  @Test func anExpiryPastInt64MillisecondsIsNever() async throws {
+    let authority = try await TokenAuthority(secret: Self.secret, nowMillis: clock.function)
+    let token = try await authority.mint(subject: "s", role: .subscriber, topics: ["*"], expiresAtMillis: .max)
+    #expect(try await authority.authenticate(token).expiresAtMillis == .max)
+  }
+
   @Test func aShortSecretIsRefused() async throws {
     await #expect(throws: TokenAuthorityError.self) { try await TokenAuthority(secret: Array("short".utf8), nowMillis: clock.function) }
   }

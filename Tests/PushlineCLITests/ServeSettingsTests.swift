@@ -145,6 +145,13 @@ struct ServeSettingsTests {
     (["PUSHLINE_GRACE_PERIOD": "-1"], nil, "gracePeriod must not be negative, not -1"),
     ([:], #"{"maxConnectionsPerSecond": -5}"#, "maxConnectionsPerSecond must not be negative, not -5"),
     (["PUSHLINE_MAX_SUBSCRIBES_PER_SECOND": "-1"], nil, "maxSubscribesPerSecond must not be negative, not -1"),
+    (
+      ["PUSHLINE_IDEMPOTENCY_WINDOW": "9223372036854775807"], nil,
+      "idempotencyWindow must be at most 31536000 seconds (a year), not 9223372036854775807"
+    ),
+    ([:], #"{"watermarkInterval": 31536001}"#, "watermarkInterval must be at most 31536000 seconds (a year), not 31536001"),
+    (["PUSHLINE_GRACE_PERIOD": "31536001"], nil, "gracePeriod must be at most 31536000 seconds (a year), not 31536001"),
+    ([:], #"{"lameDuckPeriod": 1000000000000}"#, "lameDuckPeriod must be at most 31536000 seconds (a year), not 1000000000000"),
   ])
   func badValues(environment: [String: String], file: String?, message: String) {
     #expect(Self.failure { try Self.merge(environment: environment, file: file) } == message)

@@ -51,6 +51,52 @@ struct TrackerDataManagerTests {
     #expect(tracker.modes.browse.isEmpty)
   }
 
+  /// The broker's server time corrects the client's clock by at most a day either way, and a
+  /// server time so far off that its difference from the client's clock overflows `Int64` is
+  /// ignored: a broker's garbage clock cannot crash the tracker, nor expire every card.
+  @Test func theClockCorrectionStaysWithinADayAndIgnoresAServerTimeThatOverflows() throws {
+    let tracker = try tracker()
+    let now = clock.now / 1000
+    var snapshot = update("earnings", from: 1, [
+      card("soon", priority: 4, expiresAt: now + 100), card("tomorrow", priority: 3, expiresAt: now + 25 * 3600),
+      card("an-hour-ago", priority: 2, expiresAt: now - 3600), card("yesterday", priority: 1, expiresAt: now - 25 * 3600),
+    ], snapshot: true)
+    snapshot.serverTimeMillis = .min
+    tracker.apply([snapshot])
+    #expect(tracker.modes.browse.map(\.cardID) == ["soon", "tomorrow"])
+    func serverTime(_ millis: Int64) {
+      var watermark = update("earnings", from: 5, [])
+      watermark.serverTimeMillis = millis
+      tracker.apply([watermark])
+    }
+    serverTime(.max)  // a day ahead, not 292 million years
+    #expect(tracker.modes.browse.map(\.cardID) == ["tomorrow"])
+    serverTime(0)  // 1970: a day behind
+    #expect(tracker.modes.browse.map(\.cardID) == ["soon", "tomorrow", "an-hour-ago"])
+    serverTime(.min)  // ignored: still a day behind
+    #expect(tracker.modes.browse.map(\.cardID) == ["soon", "tomorrow", "an-hour-ago"])
+  }
+
+  /// `pushline watch --topic a --topic a` follows `a` once.
+  @Test func aTopicGivenTwiceCountsOnce() throws {
+    let tracker = TrackerDataManager(
+      cache: try CardCache(persistence: nil), topics: ["earnings", "incentives", "earnings"],
+      configuration: .init(nowMillis: clock.function))
+    #expect(tracker.topics == ["earnings", "incentives"])
+    tracker.apply([update("earnings", from: 1, [card("today", priority: 1)], snapshot: true)])
+    #expect(tracker.modes.browse.map(\.cardID) == ["today"])
+  }
+
+  /// A threshold past `Int64` milliseconds (some 292 million years) means never stale offline.
+  @Test func aStalenessThresholdPastInt64MillisecondsIsNever() throws {
+    let tracker = try tracker(staleAfter: .seconds(Int64.max))
+    tracker.apply([update("earnings", from: 1, [card("today", priority: 1)], snapshot: true)])
+    tracker.setConnection(ConnectionState(phase: .connecting(attempt: 1), offlineSinceMillis: clock.now))
+    clock.advance(by: .seconds(10 * 365 * 86_400))
+    tracker.refresh()
+    #expect(tracker.modes.browse.map(\.staleness) == [nil])
+  }
+
   @Test func statusPicksTheHighestStatusPriorityUntilACardForcesTheSwitch() throws {
     let tracker = try tracker()
     tracker.apply([
