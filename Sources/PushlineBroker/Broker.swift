@@ -27,6 +27,9 @@ public final class Broker: Sendable {
     var subscribers: [String: [ObjectIdentifier: Subscription]] = [:]
     var subscriptions: [ObjectIdentifier: Subscription] = [:]
     var isShutDown = false
+    /// Drawn once per broker: the epoch of a topic no one has published to is derived from it
+    /// and the topic's name (see ``Broker/newTopic(_:in:)``).
+    let epochSeed = UInt64.random(in: .min ... .max)
   }
 
   /// The publishes on their way to storage, and what they need to be assigned offsets and
@@ -78,14 +81,15 @@ public final class Broker: Sendable {
       refusal: "too many clients are subscribing; retry later", nowMillis: now)
   }
 
-  /// A topic's snapshot: its live, unexpired cards positioned at the top offset.
+  /// A topic's snapshot: its live, unexpired cards positioned at the top offset. (A topic no
+  /// one has published to is not kept for it: reads must not grow the broker.)
   ///
   /// - Throws: INVALID_ARGUMENT for a bad topic name, PERMISSION_DENIED when `principal`
   ///   may not read it.
   public func cards(in topic: String, for principal: Principal) throws(RPCError) -> EncodedTopicUpdate {
     try Self.authorizeRead(topic, principal)
     let now = configuration.nowMillis()
-    return state.withLock { state in Self.topic(topic, in: &state).snapshot(nowMillis: now) }
+    return state.withLock { state in (state.topics[topic] ?? Self.newTopic(topic, in: state)).snapshot(nowMillis: now) }
   }
 
   /// Opens a subscription: per topic, the changes since the client's position when it can
@@ -167,13 +171,20 @@ public final class Broker: Sendable {
   public func unsubscribe(_ subscription: Subscription) {
     subscription.detach()
     let id = ObjectIdentifier(subscription)
-    state.withLock { state in
-      guard state.subscriptions.removeValue(forKey: id) != nil else { return }
-      for topic in subscription.state.withLock({ Array($0.topics.keys) }) {
-        state.subscribers[topic]?[id] = nil
-        if state.subscribers[topic]?.isEmpty == true { state.subscribers[topic] = nil }
+    // The intake's lock first (the locks' order): whether a topic was ever published to.
+    intake.withLock { intake in
+      state.withLock { state in
+        guard state.subscriptions.removeValue(forKey: id) != nil else { return }
+        for topic in subscription.state.withLock({ Array($0.topics.keys) }) {
+          state.subscribers[topic]?[id] = nil
+          guard state.subscribers[topic]?.isEmpty == true else { continue }
+          state.subscribers[topic] = nil
+          // A topic that only subscribers made goes with its last one — reads must not grow
+          // the broker — unless a publish was given its epoch.
+          if intake.heads[topic] == nil, state.topics[topic]?.topOffset == 0 { state.topics[topic] = nil }
+        }
+        configuration.metrics.subscriptions.record(state.subscriptions.count)
       }
-      configuration.metrics.subscriptions.record(state.subscriptions.count)
     }
   }
 
@@ -230,9 +241,19 @@ public final class Broker: Sendable {
   /// The topic named `name`, created (with a fresh epoch, not yet stored) when unknown.
   static func topic(_ name: String, in state: inout State) -> TopicState {
     if let topic = state.topics[name] { return topic }
-    let topic = TopicState(name: name, epoch: Int64.random(in: 1...(1 << 53)))
+    let topic = newTopic(name, in: state)
     state.topics[name] = topic
     return topic
+  }
+
+  /// A topic with no changes yet, in an epoch new to this broker and the same each time the
+  /// topic is made anew: a topic only read is not kept (reads must not grow the broker), and a
+  /// client that read it resumes from its position without a snapshot when it comes back.
+  private static func newTopic(_ name: String, in state: State) -> TopicState {
+    var hasher = Hasher()  // seeded per process: a restarted broker derives other epochs
+    hasher.combine(state.epochSeed)
+    hasher.combine(name)
+    return TopicState(name: name, epoch: Int64(UInt64(bitPattern: Int64(hasher.finalize())) % (1 << 53)) + 1)
   }
 
   private static func authorizeRead(_ topic: String, _ principal: Principal) throws(RPCError) {

@@ -14,6 +14,9 @@ public final class TokenAuthority: Sendable {
   private struct Tokens {
     /// Verified tokens, so that a connection's calls do not each pay for a signature check.
     var verified: [String: Principal] = [:]
+    /// Tokens that did not verify, with why: a peer repeating a bad token on call after call
+    /// costs a lookup each, not a signature check.
+    var rejected: [String: RPCError] = [:]
     /// Tokens being checked, each with the bodies waiting for it, oldest first.
     var checking: [String: [Waiter]] = [:]
     /// The token found last, with its principal: a connection's calls carry the very same
@@ -32,6 +35,9 @@ public final class TokenAuthority: Sendable {
 
   private let tokens = Mutex(Tokens())
   private static let cacheLimit = 10_000
+  /// Fewer rejected tokens than verified ones are kept: anyone can make them (each up to a
+  /// ClientHello's 16 KiB).
+  private static let rejectedLimit = 1_000
 
   /// An authority for `secret` (at least 32 bytes, as HS256 asks).
   ///
@@ -77,9 +83,10 @@ public final class TokenAuthority: Sendable {
     } catch {
       return body(.failure(error))
     }
-    enum Next { case verified(Principal), waits, checks }
+    enum Next { case verified(Principal), rejected(RPCError), waits, checks }
     let next = tokens.withLock { tokens -> Next in
       if let principal = tokens.principal(of: token) { return .verified(principal) }
+      if let error = tokens.rejected[token] { return .rejected(error) }
       guard tokens.checking[token] == nil else {
         tokens.checking[token]?.append(body)
         return .waits
@@ -89,6 +96,7 @@ public final class TokenAuthority: Sendable {
     }
     switch next {
     case .verified(let principal): body(unexpired(principal))
+    case .rejected(let error): body(.failure(error))
     case .waits: break
     case .checks: Task { await check(token) }
     }
@@ -117,12 +125,16 @@ public final class TokenAuthority: Sendable {
           return waiting
         }
         tokens.checking[token] = nil
-        if case .success(let principal) = result {
+        switch result {
+        case .success(let principal):
           if tokens.verified.count >= Self.cacheLimit {
             tokens.verified.removeAll(keepingCapacity: true)
             tokens.last = nil
           }
           tokens.verified[token] = principal
+        case .failure(let error):
+          if tokens.rejected.count >= Self.rejectedLimit { tokens.rejected.removeAll(keepingCapacity: true) }
+          tokens.rejected[token] = error
         }
         return []
       }

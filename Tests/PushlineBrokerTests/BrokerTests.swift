@@ -350,6 +350,30 @@ struct BrokerTests {
     #expect(broker.state.withLock { $0.topics.values.allSatisfy { $0.topOffset == 0 } })
   }
 
+  /// Reads do not grow the broker: pulls of topics no one has published to keep nothing, and
+  /// a subscription's topics go with it unless they were published to, or are about to be. A
+  /// topic made anew keeps its epoch, so a client that read it resumes without a snapshot.
+  @Test func readsOfTopicsNoOneWritesLeaveNothingBehind() async throws {
+    let broker = try await makeBroker()
+    let epoch = try broker.cards(in: "empty/a", for: reader).epoch
+    for index in 0..<100 { _ = try broker.cards(in: "empty/\(index)", for: reader) }
+    #expect(broker.state.withLock { $0.topics.isEmpty })
+    let first = try broker.subscribe("empty/a")
+    let second = try broker.subscribe("empty/a")
+    let published = try broker.subscribe("t")
+    let pending = try broker.subscribe("p")
+    try await broker.publish("t", [card("a", 1)])
+    // A publish given "p"'s epoch, not yet committed: its topic must stay for it.
+    broker.intake.withLock { $0.heads["p"] = (broker.state.withLock { $0.topics["p"]!.epoch }, 1) }
+    broker.unsubscribe(first)
+    #expect(broker.state.withLock { $0.topics["empty/a"] != nil })  // its other subscriber reads it
+    for subscription in [second, published, pending] { broker.unsubscribe(subscription) }
+    #expect(broker.state.withLock { Set($0.topics.keys) } == ["t", "p"])
+    let resumed = try ready(try broker.subscribe("empty/a", epoch: epoch, offset: 0))
+    #expect(broker.state.withLock { $0.topics["empty/a"]?.epoch } == epoch)
+    #expect(!resumed.contains { $0.isSnapshot })
+  }
+
   /// The size limits take what they name: keys of 256 bytes, and cards of 64 KiB.
   @Test func keysAndCardsAtTheirLimitsAreTaken() async throws {
     let broker = try await makeBroker()

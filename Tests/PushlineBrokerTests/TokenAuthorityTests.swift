@@ -40,6 +40,19 @@ struct TokenAuthorityTests {
     #expect(try await authority.authenticate(token).expiresAtMillis == .max)
   }
 
+  /// A token that did not verify is refused at once the next time — no second signature
+  /// check, no task — so a peer repeating it on call after call costs a lookup each.
+  @Test func aRejectedTokenIsRefusedAtOnceAfterItsCheck() async throws {
+    let authority = try await TokenAuthority(secret: Self.secret, nowMillis: clock.function)
+    let forged = try await TokenAuthority(secret: Array(repeating: 7, count: 32), nowMillis: clock.function)
+      .mint(subject: "x", role: .admin, topics: ["*"], expiresAtMillis: clock.now + 60_000)
+    await expectStatus(.unauthenticated) { try await authority.authenticate(forged) }
+    let answered = Mutex<Result<Principal, RPCError>?>(nil)
+    authority.withPrincipal(of: forged) { result in answered.withLock { $0 = result } }
+    let answer = try #require(answered.withLock { $0 })  // given before withPrincipal returned
+    #expect(throws: RPCError.self) { try answer.get() }
+  }
+
   @Test func aShortSecretIsRefused() async throws {
     await #expect(throws: TokenAuthorityError.self) { try await TokenAuthority(secret: Array("short".utf8), nowMillis: clock.function) }
   }
