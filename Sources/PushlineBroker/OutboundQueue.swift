@@ -124,14 +124,16 @@ public struct OutboundQueue: Sendable {
     compactIfSparse()
   }
 
-  /// Takes up to about `limit` changes from the front, as one update per topic and run:
-  /// a snapshot travels alone; consecutive changes of a topic share an update. `epoch(topic)`
-  /// gives the epoch of changes; `throughOffset` is filled in by the caller.
+  /// Takes up to about `limit` changes, and about ``maxTakeBytes`` of cards, from the front
+  /// (at least one entry), as one update per topic and run: a snapshot travels alone;
+  /// consecutive changes of a topic share an update. `epoch(topic)` gives the epoch of changes;
+  /// `throughOffset` is filled in by the caller.
   public mutating func take(limit: Int, epoch: (String) -> Int64) -> [EncodedTopicUpdate] {
     var updates: [EncodedTopicUpdate] = []
     var openUpdates = OpenUpdates()
     var taken = 0
-    while head < slots.count, taken < limit {
+    var bytes = 0
+    while head < slots.count, taken < limit, bytes < Self.maxTakeBytes {
       defer { head += 1 }
       guard let entry = slots[head] else { continue }
       remove(at: head)
@@ -139,7 +141,9 @@ public struct OutboundQueue: Sendable {
       case .snapshot(let update):
         openUpdates.append(update, to: &updates)
         taken += max(1, update.changes.count)
+        bytes += update.changes.reduce(0) { $0 + Self.size(of: $1) }
       case .change(let topic, let change):
+        bytes += Self.size(of: change)
         if let index = openUpdates.index(of: topic, in: updates) {
           updates[index].changes.append(change)
         } else {
@@ -152,6 +156,16 @@ public struct OutboundQueue: Sendable {
     }
     compactIfSparse()
     return updates
+  }
+
+  /// The card bytes a take gathers at most, past its first entry: large cards (up to
+  /// `Broker.maxCardSize`) fill an update long before ``take(limit:epoch:)``'s change limit,
+  /// which would otherwise let one update outgrow the protocol's 4 MiB message limit.
+  public static let maxTakeBytes = 1 << 20
+
+  /// What `change` adds to an update, about: its card and its ID.
+  private static func size(of change: EncodedCardChange) -> Int {
+    (change.card?.encodedSize() ?? 0) + change.cardID.utf8.count
   }
 
   /// Which update of a take a topic's next change joins: its topic's last, unless that is a

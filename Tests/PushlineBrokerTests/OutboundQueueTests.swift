@@ -145,6 +145,19 @@ struct OutboundQueueTests {
     }
   }
 
+  /// Large cards end a take at about a mebibyte of them, well before its change limit, so an
+  /// update stays far under the 4 MiB message limit; the rest follow in order.
+  @Test func largeCardsEndATakeAtItsByteBudget() {
+    var queue = OutboundQueue()
+    let cards = (1...40).map { EncodedCardChange(upserting: EncodedCard(titled("c\($0)", bytes: 60_000)), offset: Int64($0)) }
+    for change in cards { _ = queue.append(change, topic: "t") }
+    var taken: [[EncodedCardChange]] = []
+    while !queue.isEmpty { taken.append(queue.take(limit: 512) { _ in 1 }.flatMap(\.changes)) }
+    let sizes = taken.map { $0.reduce(0) { $0 + ($1.card?.encodedSize() ?? 0) } }
+    #expect(taken.count == 3 && taken.flatMap { $0 } == cards)
+    #expect(sizes.allSatisfy { $0 < OutboundQueue.maxTakeBytes + 61_000 } && sizes[0] >= OutboundQueue.maxTakeBytes)
+  }
+
   static func topic(of entry: Queued) -> String {
     switch entry {
     case .change(let topic, _): topic
