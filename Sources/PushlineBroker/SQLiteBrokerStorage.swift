@@ -16,6 +16,8 @@ import PushlineWire
 /// fields across restarts.
 public final class SQLiteBrokerStorage: BrokerStorage {
   private let database: DatabasePool
+  /// Whose rows a ``StoredRowError`` names.
+  private static let store = "the broker's"
 
   /// Opens (creating if needed) `broker.sqlite` in `directory`.
   ///
@@ -68,7 +70,7 @@ public final class SQLiteBrokerStorage: BrokerStorage {
 
   /// Every topic with its cards and tombstones.
   ///
-  /// - Throws: a ``StorageDecodingError`` for the first row that does not decode; GRDB's
+  /// - Throws: a ``StoredRowError`` for the first row that does not decode; GRDB's
   ///   error when the database cannot be read.
   public func loadTopics() async throws -> [TopicState] {
     try await database.read { db in
@@ -76,7 +78,7 @@ public final class SQLiteBrokerStorage: BrokerStorage {
       let cards = try Row.fetchCursor(db, sql: "SELECT topic, cardID, offset, card, changedAtMillis FROM card")
       // Copied: a copy's values convert strictly, where the cursor's own row reads an offset of 'x' as 0.
       while let row = try cards.next()?.copy() {
-        let (topic, record) = try Self.decode(row, of: "card") { row in
+        let (topic, record) = try StoredRowError.decoding(row, of: "card", in: Self.store) { row in
           let card = try row.decode(Data?.self, forColumn: "card").map { try EncodedCard(serializedBytes: [UInt8]($0)) }
           let record = CardRecord(
             cardID: try row.decode(forColumn: "cardID"), offset: try row.decode(forColumn: "offset"), card: card,
@@ -86,7 +88,7 @@ public final class SQLiteBrokerStorage: BrokerStorage {
         records[topic, default: []].append(record)
       }
       return try Row.fetchAll(db, sql: "SELECT name, epoch, topOffset, floorOffset FROM topic").map { row in
-        try Self.decode(row, of: "topic") { row in
+        try StoredRowError.decoding(row, of: "topic", in: Self.store) { row in
           let name: String = try row.decode(forColumn: "name")
           return TopicState(
             name: name, epoch: try row.decode(forColumn: "epoch"), topOffset: try row.decode(forColumn: "topOffset"),
@@ -98,33 +100,20 @@ public final class SQLiteBrokerStorage: BrokerStorage {
 
   /// The idempotency records written at or after `sinceMillis`.
   ///
-  /// - Throws: a ``StorageDecodingError`` for the first row that does not decode; GRDB's
+  /// - Throws: a ``StoredRowError`` for the first row that does not decode; GRDB's
   ///   error when the database cannot be read.
   public func loadPublishRecords(sinceMillis: Int64) async throws -> [PublishRecord] {
     try await database.read { db in
       try Row.fetchAll(
         db, sql: "SELECT * FROM publishRecord WHERE committedAtMillis >= ?", arguments: [sinceMillis]
       ).map { row in
-        try Self.decode(row, of: "publishRecord") { row in
+        try StoredRowError.decoding(row, of: "publishRecord", in: Self.store) { row in
           PublishRecord(
             topic: try row.decode(forColumn: "topic"), key: try row.decode(forColumn: "key"), epoch: try row.decode(forColumn: "epoch"),
             firstOffset: try row.decode(forColumn: "firstOffset"), lastOffset: try row.decode(forColumn: "lastOffset"),
             committedAtMillis: try row.decode(forColumn: "committedAtMillis"))
         }
       }
-    }
-  }
-
-  /// What `body` makes of `row`, a row of `table`, or the ``StorageDecodingError`` saying why
-  /// it cannot: GRDB's error for a value not of its column's type (it names the column and
-  /// shows the row), or the card decoder's.
-  private static func decode<Value>(_ row: Row, of table: String, _ body: (Row) throws -> Value) throws(StorageDecodingError) -> Value {
-    do {
-      return try body(row)
-    } catch let error as WireDecodingError {
-      throw StorageDecodingError(table: table, message: "the card's bytes are no card (\(error)) - row: \(row)")
-    } catch {
-      throw StorageDecodingError(table: table, message: "\(error)")
     }
   }
 

@@ -8,6 +8,8 @@ import PushlineWire
 /// protobuf bytes, unknown fields included.
 public final class SQLiteCachePersistence: CachePersistence {
   private let database: DatabaseQueue
+  /// Whose rows a ``StoredRowError`` names.
+  private static let store = "the card cache's"
 
   /// Opens (creating if needed) the cache at `path`.
   public init(path: String) throws {
@@ -37,13 +39,13 @@ public final class SQLiteCachePersistence: CachePersistence {
 
   /// Every stored topic.
   ///
-  /// - Throws: a ``CacheDecodingError`` for the first row that does not decode; GRDB's error
+  /// - Throws: a ``StoredRowError`` for the first row that does not decode; GRDB's error
   ///   when the file cannot be read.
   public func load() throws -> [TopicCache] {
     try database.read { db in
       var topics: [String: TopicCache] = [:]
       for row in try Row.fetchAll(db, sql: "SELECT * FROM topic") {
-        let topic = try Self.decode(row, of: "topic") { row in
+        let topic = try StoredRowError.decoding(row, of: "topic", in: Self.store) { row in
           TopicCache(
             topic: try row.decode(forColumn: "name"), epoch: try row.decode(forColumn: "epoch"),
             position: try row.decode(forColumn: "position"), verifiedAtMillis: try row.decode(forColumn: "verifiedAtMillis"))
@@ -53,7 +55,7 @@ public final class SQLiteCachePersistence: CachePersistence {
       let cards = try Row.fetchCursor(db, sql: "SELECT * FROM card")
       // Copied: a copy's values convert strictly, where the cursor's own row reads an offset of 'x' as 0.
       while let row = try cards.next()?.copy() {
-        let cached = try Self.decode(row, of: "card") { row in
+        let cached = try StoredRowError.decoding(row, of: "card", in: Self.store) { row in
           CachedCard(
             topic: try row.decode(forColumn: "topic"),
             card: try TrackerCard(serializedBytes: [UInt8](try row.decode(Data.self, forColumn: "card"))),
@@ -62,19 +64,6 @@ public final class SQLiteCachePersistence: CachePersistence {
         topics[cached.topic, default: TopicCache(topic: cached.topic)].cards[cached.card.cardID] = cached
       }
       return Array(topics.values)
-    }
-  }
-
-  /// What `body` makes of `row`, a row of `table`, or the ``CacheDecodingError`` saying why it
-  /// cannot: GRDB's error for a value not of its column's type (it names the column and shows
-  /// the row), or the card decoder's.
-  private static func decode<Value>(_ row: Row, of table: String, _ body: (Row) throws -> Value) throws(CacheDecodingError) -> Value {
-    do {
-      return try body(row)
-    } catch let error as WireDecodingError {
-      throw CacheDecodingError(table: table, message: "the card's bytes are no card (\(error)) - row: \(row)")
-    } catch {
-      throw CacheDecodingError(table: table, message: "\(error)")
     }
   }
 

@@ -83,7 +83,7 @@ struct SQLiteBrokerStorageTests {
   }
 
   /// A database whose value is not of its column's type (damaged, or written by something
-  /// else) stops the broker's start with a ``StorageDecodingError`` naming the table and the
+  /// else) stops the broker's start with a ``StoredRowError`` naming the table and the
   /// column — not a crash, and not a silent 0 for an offset.
   @Test("a value of the wrong type", arguments: [
     ("UPDATE topic SET epoch = 'x'", "topic", "column: \"epoch\""),
@@ -99,7 +99,7 @@ struct SQLiteBrokerStorageTests {
     await #expect {
       try await open()
     } throws: { error in
-      guard let error = error as? StorageDecodingError else { return false }
+      guard let error = error as? StoredRowError else { return false }
       return error.table == table && error.message.contains(message)
     }
   }

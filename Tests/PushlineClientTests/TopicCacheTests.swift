@@ -48,7 +48,7 @@ struct TopicCacheTests {
   }
 
   /// A cache file whose value is not of its column's type (written by something else, or
-  /// damaged) fails to load with a ``CacheDecodingError`` naming the table — not a crash, and
+  /// damaged) fails to load with a ``StoredRowError`` naming the table — not a crash, and
   /// not a silent 0 for the offset.
   @Test("a value of the wrong type", arguments: [
     ("UPDATE topic SET epoch = 'x'", "topic", "column: \"epoch\""),
@@ -66,7 +66,7 @@ struct TopicCacheTests {
     #expect {
       try SQLiteCachePersistence(path: path).load()
     } throws: { error in
-      guard let error = error as? CacheDecodingError else { return false }
+      guard let error = error as? StoredRowError else { return false }
       return error.table == table && error.message.contains(message)
     }
   }
