@@ -15,7 +15,12 @@ public final class SQLiteCachePersistence: CachePersistence {
   public init(path: String) throws {
     let directory = (path as NSString).deletingLastPathComponent
     if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
-    database = try DatabaseQueue(path: path)
+    // Another connection may be writing the file — the app's previous instance finishing its
+    // flush, or a second process of it: wait for it, as the broker's storage does, rather
+    // than fail with "database is locked".
+    var configuration = Configuration()
+    configuration.busyMode = .timeout(5)
+    database = try DatabaseQueue(path: path, configuration: configuration)
     try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = WAL") }
     try Self.migrator.migrate(database)
   }
