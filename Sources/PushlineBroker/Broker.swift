@@ -26,6 +26,8 @@ public final class Broker: Sendable {
     var topics: [String: TopicState] = [:]
     var subscribers: [String: [ObjectIdentifier: Subscription]] = [:]
     var subscriptions: [ObjectIdentifier: Subscription] = [:]
+    /// How many subscriptions each token subject holds.
+    var subscriptionsPerSubject: [String: Int] = [:]
     var isShutDown = false
     /// Drawn once per broker: the epoch of a topic no one has published to is derived from it
     /// and the topic's name (see ``Broker/newTopic(_:in:)``).
@@ -97,7 +99,8 @@ public final class Broker: Sendable {
   /// and ``unsubscribe(_:)`` when the stream ends.
   ///
   /// - Throws: INVALID_ARGUMENT for no, too many, repeated or badly named topics;
-  ///   PERMISSION_DENIED when `principal` may not read one of them; UNAVAILABLE with a
+  ///   PERMISSION_DENIED when `principal` may not read one of them; RESOURCE_EXHAUSTED when
+  ///   its subject holds ``BrokerConfiguration/maxSubscriptionsPerSubject`` already; UNAVAILABLE with a
   ///   retry-after hint past the admission rate or after ``shutDown()``.
   public func subscribe(_ request: SubscribeRequest, for principal: Principal) throws(RPCError) -> Subscription {
     guard (1...configuration.maxTopicsPerSubscription).contains(request.topics.count) else {
@@ -118,6 +121,12 @@ public final class Broker: Sendable {
       guard !state.isShutDown else {
         throw RPCError(code: .unavailable, message: "the broker is shutting down", retryAfterMillis: 1000)
       }
+      let held = state.subscriptionsPerSubject[principal.subject, default: 0]
+      let limit = configuration.maxSubscriptionsPerSubject
+      guard limit == 0 || held < limit else {
+        throw RPCError(code: .resourceExhausted, message: "subject \"\(principal.subject)\" already holds \(limit) subscriptions")
+      }
+      state.subscriptionsPerSubject[principal.subject] = held + 1
       for position in request.topics {
         let topic = Self.topic(position.topic, in: &state)
         if topic.canResume(epoch: position.epoch, offset: position.offset), let offset = position.offset {
@@ -175,6 +184,10 @@ public final class Broker: Sendable {
     intake.withLock { intake in
       state.withLock { state in
         guard state.subscriptions.removeValue(forKey: id) != nil else { return }
+        state.subscriptionsPerSubject.changeValue(forKey: subscription.principal.subject) { $0 -= 1 }
+        if state.subscriptionsPerSubject[subscription.principal.subject] == 0 {
+          state.subscriptionsPerSubject[subscription.principal.subject] = nil
+        }
         for topic in subscription.state.withLock({ Array($0.topics.keys) }) {
           state.subscribers[topic]?[id] = nil
           guard state.subscribers[topic]?.isEmpty == true else { continue }

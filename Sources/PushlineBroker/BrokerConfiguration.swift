@@ -22,6 +22,10 @@ public struct BrokerConfiguration: Sendable {
   public var maxChangesPerPublish: Int
   /// Topics one subscription may follow.
   public var maxTopicsPerSubscription: Int
+  /// Subscriptions one token subject may hold at once (each holds a queue of up to
+  /// ``maxQueuedChangesPerSubscription`` changes); past that, RESOURCE_EXHAUSTED. 0 allows any
+  /// number, for deployments that share one subject among many readers.
+  public var maxSubscriptionsPerSubject: Int
   /// On shutdown, subscriptions end with UNAVAILABLE and a retry-after hint spread at random
   /// over this period, so that clients do not all come back in the same instant.
   public var reconnectSpread: Duration
@@ -37,12 +41,14 @@ public struct BrokerConfiguration: Sendable {
   public var logger: Logger
 
   /// The defaults: 1,000 tombstones or 7 days, a 10-minute idempotency window, a watermark
-  /// after 30 s of silence, 100,000 queued changes per subscriber, reconnects spread over 5 s, 5,000 new subscriptions a second.
+  /// after 30 s of silence, 100,000 queued changes per subscriber, 100 subscriptions per
+  /// subject, reconnects spread over 5 s, 5,000 new subscriptions a second.
   public init(
     maxTombstonesPerTopic: Int = 1000, maxTombstoneAge: Duration = .seconds(7 * 86400),
     idempotencyWindow: Duration = .seconds(600), watermarkInterval: Duration = .seconds(30),
     maxQueuedChangesPerSubscription: Int = 100_000, maxChangesPerUpdate: Int = 512, maxChangesPerPublish: Int = 10_000,
-    maxTopicsPerSubscription: Int = 1000, reconnectSpread: Duration = .seconds(5), maxSubscribesPerSecond: Int = 5000,
+    maxTopicsPerSubscription: Int = 1000, maxSubscriptionsPerSubject: Int = 100, reconnectSpread: Duration = .seconds(5),
+    maxSubscribesPerSecond: Int = 5000,
     nowMillis: @escaping @Sendable () -> Int64 = WallClock.systemMillis,
     metrics: BrokerMetrics = BrokerMetrics(), logger: Logger = Logger(label: "pushline.broker")
   ) {
@@ -54,6 +60,7 @@ public struct BrokerConfiguration: Sendable {
     self.maxChangesPerUpdate = maxChangesPerUpdate
     self.maxChangesPerPublish = maxChangesPerPublish
     self.maxTopicsPerSubscription = maxTopicsPerSubscription
+    self.maxSubscriptionsPerSubject = maxSubscriptionsPerSubject
     self.reconnectSpread = reconnectSpread
     self.maxSubscribesPerSecond = maxSubscribesPerSecond
     self.nowMillis = nowMillis

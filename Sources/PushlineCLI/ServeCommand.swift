@@ -85,13 +85,19 @@ struct ServeCommand: AsyncParsableCommand {
     valueName: "rate"))
   var maxSubscribesPerSecond: Int?
 
+  @Option(help: ArgumentHelp(
+    "Subscriptions one token subject may hold at once; past it, RESOURCE_EXHAUSTED; 0 for no limit, when many readers share one subject (default: \(ServeSettings().maxSubscriptionsPerSubject)).",
+    valueName: "count"))
+  var maxSubscriptionsPerSubject: Int?
+
   /// The settings the flags give; the others come from the environment and the config file.
   var flags: ServeSettings.Layer {
     ServeSettings.Layer(
       host: host, port: port, storage: storage, dataDir: dataDir, watermarkInterval: watermarkInterval,
       tombstoneLimit: tombstoneLimit, idempotencyWindow: idempotencyWindow, metricsPort: metricsPort,
       gracePeriod: gracePeriod, lameDuckPeriod: lameDuckPeriod, maxConnectionsPerSecond: maxConnectionsPerSecond,
-      maxSubscribesPerSecond: maxSubscribesPerSecond, tokenSecret: tokenSecretFile.map { .file($0) })
+      maxSubscribesPerSecond: maxSubscribesPerSecond, maxSubscriptionsPerSubject: maxSubscriptionsPerSubject,
+      tokenSecret: tokenSecretFile.map { .file($0) })
   }
 
   func run() async throws {
@@ -139,6 +145,7 @@ extension ServeSettings {
   var brokerConfiguration: BrokerConfiguration {
     BrokerConfiguration(
       maxTombstonesPerTopic: tombstoneLimit, idempotencyWindow: .seconds(idempotencyWindow),
-      watermarkInterval: .seconds(watermarkInterval), maxSubscribesPerSecond: maxSubscribesPerSecond)
+      watermarkInterval: .seconds(watermarkInterval), maxSubscriptionsPerSubject: maxSubscriptionsPerSubject,
+      maxSubscribesPerSecond: maxSubscribesPerSecond)
   }
 }

@@ -16,6 +16,7 @@ extension ServeSettings {
     var lameDuckPeriod: Int?
     var maxConnectionsPerSecond: Int?
     var maxSubscribesPerSecond: Int?
+    var maxSubscriptionsPerSubject: Int?
     var tokenSecret: TokenSecretSource?
 
     /// This layer, with each setting it lacks taken from `lower`.
@@ -72,7 +73,7 @@ extension ServeSettings {
     Field("idempotencyWindow", \.idempotencyWindow), Field("metricsPort", \.metricsPort),
     Field("gracePeriod", \.gracePeriod), Field("lameDuckPeriod", \.lameDuckPeriod),
     Field("maxConnectionsPerSecond", \.maxConnectionsPerSecond), Field("maxSubscribesPerSecond", \.maxSubscribesPerSecond),
-    Field("tokenSecretFile", \.tokenSecret),
+    Field("maxSubscriptionsPerSubject", \.maxSubscriptionsPerSubject), Field("tokenSecretFile", \.tokenSecret),
   ]
 }
 

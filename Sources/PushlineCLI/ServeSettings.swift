@@ -47,6 +47,8 @@ struct ServeSettings: Equatable, Sendable {
   var maxConnectionsPerSecond = 10_000
   /// New subscriptions admitted per second (in bursts of as many); 0 for no limit.
   var maxSubscribesPerSecond = BrokerConfiguration().maxSubscribesPerSecond
+  /// Subscriptions one token subject may hold at once; 0 for no limit.
+  var maxSubscriptionsPerSubject = BrokerConfiguration().maxSubscriptionsPerSubject
   /// Nil when no source names one; reading the secret then fails (see ``readTokenSecret(environment:)``).
   var tokenSecret: TokenSecretSource?
 }
@@ -85,6 +87,7 @@ extension ServeSettings {
     lameDuckPeriod = layer.lameDuckPeriod ?? lameDuckPeriod
     maxConnectionsPerSecond = layer.maxConnectionsPerSecond ?? maxConnectionsPerSecond
     maxSubscribesPerSecond = layer.maxSubscribesPerSecond ?? maxSubscribesPerSecond
+    maxSubscriptionsPerSubject = layer.maxSubscriptionsPerSubject ?? maxSubscriptionsPerSubject
     tokenSecret = layer.tokenSecret ?? tokenSecret
     try check()
   }
@@ -106,7 +109,7 @@ extension ServeSettings {
     let counts = [
       ("tombstoneLimit", tombstoneLimit), ("idempotencyWindow", idempotencyWindow), ("gracePeriod", gracePeriod),
       ("lameDuckPeriod", lameDuckPeriod), ("maxConnectionsPerSecond", maxConnectionsPerSecond),
-      ("maxSubscribesPerSecond", maxSubscribesPerSecond),
+      ("maxSubscribesPerSecond", maxSubscribesPerSecond), ("maxSubscriptionsPerSubject", maxSubscriptionsPerSubject),
     ]
     for (key, value) in counts where value < 0 {
       throw CommandFailure("\(key) must not be negative, not \(value)")

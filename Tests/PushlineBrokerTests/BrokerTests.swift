@@ -374,6 +374,21 @@ struct BrokerTests {
     #expect(!resumed.contains { $0.isSnapshot })
   }
 
+  /// A subject holds at most so many subscriptions at once (each holds a queue); ending one
+  /// makes room, and other subjects are not counted against it.
+  @Test func aSubjectHoldsAtMostItsSubscriptions() async throws {
+    let broker = try await makeBroker { $0.maxSubscriptionsPerSubject = 2 }
+    let request = SubscribeRequest(topics: [TopicPosition(topic: "t")])
+    let first = try broker.subscribe(request, for: reader)
+    _ = try broker.subscribe(request, for: reader)
+    #expect(throws: RPCError(code: .resourceExhausted, message: "subject \"test\" already holds 2 subscriptions")) {
+      try broker.subscribe(request, for: reader)
+    }
+    _ = try broker.subscribe(request, for: Principal(subject: "other", role: .subscriber, topics: ["*"], expiresAtMillis: .max))
+    broker.unsubscribe(first)
+    _ = try broker.subscribe(request, for: reader)
+  }
+
   /// The size limits take what they name: keys of 256 bytes, and cards of 64 KiB.
   @Test func keysAndCardsAtTheirLimitsAreTaken() async throws {
     let broker = try await makeBroker()

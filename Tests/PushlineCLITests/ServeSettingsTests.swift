@@ -47,24 +47,26 @@ struct ServeSettingsTests {
       "PUSHLINE_HOST", "PUSHLINE_PORT", "PUSHLINE_STORAGE", "PUSHLINE_DATA_DIR", "PUSHLINE_WATERMARK_INTERVAL",
       "PUSHLINE_TOMBSTONE_LIMIT", "PUSHLINE_IDEMPOTENCY_WINDOW", "PUSHLINE_METRICS_PORT", "PUSHLINE_GRACE_PERIOD",
       "PUSHLINE_LAME_DUCK_PERIOD", "PUSHLINE_MAX_CONNECTIONS_PER_SECOND", "PUSHLINE_MAX_SUBSCRIBES_PER_SECOND",
+      "PUSHLINE_MAX_SUBSCRIPTIONS_PER_SUBJECT",
       "PUSHLINE_TOKEN_SECRET_FILE",
     ])
     let expected = ServeSettings(
       host: "0.0.0.0", port: 7500, storage: .memory, dataDir: "/data", watermarkInterval: 5, tombstoneLimit: 7,
       idempotencyWindow: 60, metricsPort: 9400, gracePeriod: 2, lameDuckPeriod: 4, maxConnectionsPerSecond: 300,
-      maxSubscribesPerSecond: 200, tokenSecret: .file("/run/secret"))
+      maxSubscribesPerSecond: 200, maxSubscriptionsPerSubject: 5, tokenSecret: .file("/run/secret"))
     let environment = [
       "PUSHLINE_HOST": "0.0.0.0", "PUSHLINE_PORT": "7500", "PUSHLINE_STORAGE": "memory", "PUSHLINE_DATA_DIR": "/data",
       "PUSHLINE_WATERMARK_INTERVAL": "5", "PUSHLINE_TOMBSTONE_LIMIT": "7", "PUSHLINE_IDEMPOTENCY_WINDOW": "60",
       "PUSHLINE_METRICS_PORT": "9400", "PUSHLINE_GRACE_PERIOD": "2", "PUSHLINE_LAME_DUCK_PERIOD": "4",
       "PUSHLINE_MAX_CONNECTIONS_PER_SECOND": "300", "PUSHLINE_MAX_SUBSCRIBES_PER_SECOND": "200",
-      "PUSHLINE_TOKEN_SECRET_FILE": "/run/secret",
+      "PUSHLINE_MAX_SUBSCRIPTIONS_PER_SUBJECT": "5", "PUSHLINE_TOKEN_SECRET_FILE": "/run/secret",
     ]
     #expect(try Self.merge(environment: environment) == expected)
     let file = """
       {"host": "0.0.0.0", "port": 7500, "storage": "memory", "dataDir": "/data", "watermarkInterval": 5,
        "tombstoneLimit": 7, "idempotencyWindow": 60, "metricsPort": 9400, "gracePeriod": 2, "lameDuckPeriod": 4,
-       "maxConnectionsPerSecond": 300, "maxSubscribesPerSecond": 200, "tokenSecretFile": "/run/secret"}
+       "maxConnectionsPerSecond": 300, "maxSubscribesPerSecond": 200, "maxSubscriptionsPerSubject": 5,
+       "tokenSecretFile": "/run/secret"}
       """
     #expect(try Self.merge(file: file) == expected)
   }
@@ -73,21 +75,23 @@ struct ServeSettingsTests {
     let command = try ServeCommand.parse([
       "--config", "serve.json", "--port", "0", "--storage", "memory", "--data-dir", "d", "--grace-period", "3",
       "--metrics-port", "9400", "--token-secret-file", "s", "--lame-duck-period", "1", "--max-connections-per-second", "50",
-      "--max-subscribes-per-second", "0",
+      "--max-subscribes-per-second", "0", "--max-subscriptions-per-subject", "3",
     ])
     #expect(command.config == "serve.json")
     #expect(
       command.flags
         == Layer(
           port: 0, storage: .memory, dataDir: "d", metricsPort: 9400, gracePeriod: 3, lameDuckPeriod: 1,
-          maxConnectionsPerSecond: 50, maxSubscribesPerSecond: 0, tokenSecret: .file("s")))
+          maxConnectionsPerSecond: 50, maxSubscribesPerSecond: 0, maxSubscriptionsPerSubject: 3, tokenSecret: .file("s")))
     #expect(try ServeCommand.parse([]).flags == Layer())
   }
 
   @Test func theBrokerIsConfiguredFromTheSettings() {
-    let configuration = ServeSettings(tombstoneLimit: 9, idempotencyWindow: 8, maxSubscribesPerSecond: 7).brokerConfiguration
+    let configuration = ServeSettings(
+      tombstoneLimit: 9, idempotencyWindow: 8, maxSubscribesPerSecond: 7, maxSubscriptionsPerSubject: 6
+    ).brokerConfiguration
     #expect(configuration.maxTombstonesPerTopic == 9 && configuration.idempotencyWindow == .seconds(8))
-    #expect(configuration.maxSubscribesPerSecond == 7)
+    #expect(configuration.maxSubscribesPerSecond == 7 && configuration.maxSubscriptionsPerSubject == 6)
   }
 
   @Test func anEmptyVariableCountsAsUnset() throws {

@@ -154,6 +154,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
       maxSubscribesPerSecond > 0
         ? "Pushline broker: at most \(maxSubscribesPerSecond) new subscriptions a second (bursts of as many); refused subscribers retry after the broker's hint"
         : "Pushline broker: no admission limit on new subscriptions (as nats-server); `pushline serve` defaults to 5,000 a second")
+    print("Pushline broker: no limit on the subscriptions of one token subject (every subscriber shares one token; nats-server has no such limit); `pushline serve` defaults to 100")
     print("\(natsServerVersion()), core protocol, default settings")
   }
 

@@ -40,7 +40,8 @@ struct BrokerBenchmarkServer: AsyncParsableCommand {
     guard let hex = ProcessInfo.processInfo.environment["PUSHLINE_TOKEN_SECRET"], let secret = Self.bytes(hex: hex) else {
       throw ValidationError("PUSHLINE_TOKEN_SECRET must hold the token secret in hex")
     }
-    let configuration = BrokerConfiguration(maxSubscribesPerSecond: maxSubscribesPerSecond)
+    // One subscriber token serves every subscriber: no per-subject limit (nats-server has none).
+    let configuration = BrokerConfiguration(maxSubscriptionsPerSubject: 0, maxSubscribesPerSecond: maxSubscribesPerSecond)
     let storage: any BrokerStorage = implementation == .memory ? InMemoryBrokerStorage() : try SQLiteBrokerStorage(directory: dataDir)
     let broker = try await Broker(storage: storage, configuration: configuration)
     let authority = try await TokenAuthority(secret: secret, nowMillis: configuration.nowMillis)
