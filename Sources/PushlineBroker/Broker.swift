@@ -184,10 +184,9 @@ public final class Broker: Sendable {
     intake.withLock { intake in
       state.withLock { state in
         guard state.subscriptions.removeValue(forKey: id) != nil else { return }
-        state.subscriptionsPerSubject.changeValue(forKey: subscription.principal.subject) { $0 -= 1 }
-        if state.subscriptionsPerSubject[subscription.principal.subject] == 0 {
-          state.subscriptionsPerSubject[subscription.principal.subject] = nil
-        }
+        let subject = subscription.principal.subject
+        let held = state.subscriptionsPerSubject[subject, default: 1] - 1
+        state.subscriptionsPerSubject[subject] = held > 0 ? held : nil
         for topic in subscription.state.withLock({ Array($0.topics.keys) }) {
           state.subscribers[topic]?[id] = nil
           guard state.subscribers[topic]?.isEmpty == true else { continue }
@@ -266,7 +265,7 @@ public final class Broker: Sendable {
     var hasher = Hasher()  // seeded per process: a restarted broker derives other epochs
     hasher.combine(state.epochSeed)
     hasher.combine(name)
-    return TopicState(name: name, epoch: Int64(UInt64(bitPattern: Int64(hasher.finalize())) % (1 << 53)) + 1)
+    return TopicState(name: name, epoch: Int64(UInt(bitPattern: hasher.finalize()) % (1 << 53)) + 1)
   }
 
   private static func authorizeRead(_ topic: String, _ principal: Principal) throws(RPCError) {
