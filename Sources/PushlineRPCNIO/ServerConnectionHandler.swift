@@ -81,6 +81,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     var pump: CallPump?
     /// Whether the pump waits for the channel to become writable.
     var pumpAwaitsWritable = false
+    /// Whether the handler waits for the channel to become writable before it runs: calls a
+    /// peer that does not read sends in one burst do not each write their whole response (a
+    /// GetCards, a topic's snapshot) while the earlier ones' still wait.
+    var startAwaitsWritable = false
   }
 
   private var machine: ServerConnectionStateMachine
@@ -433,6 +437,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
       return pipeline.end(with: CallStatus(code: StatusCode.ok.rawValue)) { carryOut($0, of: callID) }
     }
     guard let opening = opening(of: callID), let context, let executor, let pumps else { return }
+    guard channelIsWritable else {
+      calls.changeValue(forKey: callID) { $0.startAwaitsWritable = true }
+      return
+    }
     calls.changeValue(forKey: callID) { $0.receiver = nil }
     guard let (bytes, isCompressed) = opening.request else {
       let refusal = RPCError(code: .invalidArgument, message: "the method takes one request, got none")
@@ -509,6 +517,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
       }
       call.writer?.resume()
       if call.pumpAwaitsWritable { call.pump?.wake() }
+    }
+    // In the order the calls came, while the channel stays writable (a start may fill it).
+    for callID in calls.filter(\.value.startAwaitsWritable).keys.sorted() where channelIsWritable {
+      guard calls[callID]?.startAwaitsWritable == true else { continue }  // started meanwhile
+      calls.changeValue(forKey: callID) { $0.startAwaitsWritable = false }
+      runHandler(of: callID)
     }
   }
 

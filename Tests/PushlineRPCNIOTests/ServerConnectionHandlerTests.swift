@@ -152,11 +152,12 @@ struct ServerConnectionHandlerTests {
   @Test func aStreamingWriterWaitsWhileTheChannelIsNotWritable() throws {
     let written = WriteCount()
     let (channel, _) = try Self.channel(written: written)
+    // The call starts while the channel is writable; its handler's task runs once it is not.
+    for element in Self.call(1, Self.stream, value: "5") { try channel.writeInbound(element) }
     // A channel tells its pipeline of each change (a socket channel as the write or flush
     // that makes it happens); an embedded one is told by hand.
     channel.isWritable = false
     channel.pipeline.fireChannelWritabilityChanged()
-    for element in Self.call(1, Self.stream, value: "5") { try channel.writeInbound(element) }
     channel.embeddedEventLoop.run()
     // The first response is written, and its write waits for the channel.
     #expect(written.value == 0)
@@ -169,6 +170,25 @@ struct ServerConnectionHandlerTests {
     channel.embeddedEventLoop.run()
     #expect(written.value == 5)
     #expect(try Self.readFrames(channel).map(\.kind) == [.message, .message, .message, .message, .status])
+  }
+
+  /// Calls that arrive while the channel is not writable (a peer that does not read) start
+  /// once it is, in the order they came: a burst of them cannot each write a whole response
+  /// while the earlier ones' wait.
+  @Test func callsWaitToStartWhileTheChannelIsNotWritable() throws {
+    let (channel, _) = try Self.channel()
+    channel.isWritable = false
+    channel.pipeline.fireChannelWritabilityChanged()
+    for callID: UInt32 in [1, 3] {
+      for element in Self.call(callID, Self.echo, value: "\(callID)") { try channel.writeInbound(element) }
+    }
+    channel.embeddedEventLoop.run()
+    #expect(try Self.readFrames(channel).isEmpty)
+    channel.isWritable = true
+    channel.pipeline.fireChannelWritabilityChanged()
+    channel.embeddedEventLoop.run()
+    let frames = try Self.readFrames(channel)
+    #expect(frames.map(\.kind) == [.message, .status, .message, .status] && frames.map(\.callID) == [1, 1, 3, 3])
   }
 
   /// The responses of calls started in one read burst leave in one flush, after the handlers ran.
