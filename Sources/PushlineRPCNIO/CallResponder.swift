@@ -52,12 +52,15 @@ struct CallResponder: Sendable {
     return pump
   }
 
-  /// The handler returned with `status`, which ends the call unless a pump streams on.
-  func handlerReturned(status: CallStatus) {
+  /// The handler returned with `status`, which ends the call unless a pump streams on; a
+  /// unary one (`wasUnary`) makes room for the connection's next waiting call.
+  func handlerReturned(status: CallStatus, wasUnary: Bool) {
     guard connection.eventLoop.inEventLoop else {
-      return connection.eventLoop.execute { [connection, callID] in connection.value.handlerReturned(callID: callID, status: status) }
+      return connection.eventLoop.execute { [connection, callID] in
+        connection.value.handlerReturned(callID: callID, status: status, wasUnary: wasUnary)
+      }
     }
-    connection.value.handlerReturned(callID: callID, status: status)
+    connection.value.handlerReturned(callID: callID, status: status, wasUnary: wasUnary)
   }
 
   /// Resumes `written` as `outcome` says: at once, after the channel drains, or with CANCELLED.

@@ -49,15 +49,19 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private final class Opening {
     let context: ServerContext
     let implementation: RPCRouter.Implementation
+    /// Whether the method answers with one response (counted against ``maxRunningTasks`` when
+    /// its handler runs in a task; a stream's may run as long as the call).
+    let isUnary: Bool
     /// The call's request as it arrived — deflated or not — once it has (the state machine
     /// refuses a second one). Inflated only when the handler runs: until then the call holds
     /// the bytes the state machine counts against the connection's budget, not up to a
     /// thousand times as many.
     var request: (bytes: ArraySlice<UInt8>, isCompressed: Bool)?
 
-    init(context: ServerContext, implementation: RPCRouter.Implementation) {
+    init(context: ServerContext, implementation: RPCRouter.Implementation, isUnary: Bool) {
       self.context = context
       self.implementation = implementation
+      self.isUnary = isUnary
     }
   }
 
@@ -81,10 +85,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     var pump: CallPump?
     /// Whether the pump waits for the channel to become writable.
     var pumpAwaitsWritable = false
-    /// Whether the handler waits for the channel to become writable before it runs: calls a
-    /// peer that does not read sends in one burst do not each write their whole response (a
-    /// GetCards, a topic's snapshot) while the earlier ones' still wait.
-    var startAwaitsWritable = false
+    /// Whether the handler waits to run: for the channel to become writable, or for one of the
+    /// connection's running handler tasks to end (``maxRunningTasks``). A peer that sends calls
+    /// without reading their answers gets no more responses made (a GetCards: a topic's
+    /// snapshot) than a few tasks and the channel's buffer hold.
+    var startIsDeferred = false
   }
 
   private var machine: ServerConnectionStateMachine
@@ -94,6 +99,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private let gracePeriod: TimeAmount
   private var peer: ServerConnectionStateMachine.Peer?
   private var calls: [UInt32: Call] = [:]
+  /// The unary handler tasks started and not yet returned.
+  private var runningTasks = 0
+  /// How many unary handler tasks a connection runs at once; its later unary calls wait to
+  /// start. (Streams are not counted: a stream's handler may run as long as its call.)
+  static let maxRunningTasks = 16
   /// Set while the handler is in an active channel's pipeline.
   private var context: ChannelHandlerContext?
   private var output: FlushCoalescer?
@@ -341,7 +351,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
   /// A call's handler returned with `status`: that ends the call, unless the handler handed
   /// the stream to a pump and returned OK — the pump then ends the call when its source does.
-  func handlerReturned(callID: UInt32, status: CallStatus) {
+  /// A unary handler's return lets the next waiting call start (``maxRunningTasks``).
+  func handlerReturned(callID: UInt32, status: CallStatus, wasUnary: Bool) {
+    if wasUnary {
+      runningTasks -= 1
+      startDeferredCalls()
+    }
     guard status.code == StatusCode.ok.rawValue, calls[callID]?.pump != nil else { return finish(callID: callID, status: status) }
     calls.changeValue(forKey: callID) { $0.task = nil }  // the finished task's memory goes; the stream lives on in its pump
   }
@@ -388,7 +403,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
   private func startCall(_ callID: UInt32, _ start: CallStart) {
     guard let peer, let context else { return }
-    guard let (_, implementation) = router.handler(for: start.method) else {
+    guard let (kind, implementation) = router.handler(for: start.method) else {
       return finish(callID: callID, status: RPCError(code: .unimplemented, message: "no method \(start.method)").status)
     }
     let serverContext = ServerContext(peer: peer, start: start, executor: executor)
@@ -396,7 +411,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     if case .pipelined(let handler) = implementation {
       call.receiver = .pipeline(PipelinedCall(context: serverContext, handler: handler))
     } else {
-      call.receiver = .opening(Opening(context: serverContext, implementation: implementation))
+      call.receiver = .opening(Opening(context: serverContext, implementation: implementation, isUnary: kind == .unary))
     }
     if let timeout = serverContext.timeout {
       // The deadline runs from the call's start, whatever the handler is doing.
@@ -437,8 +452,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
       return pipeline.end(with: CallStatus(code: StatusCode.ok.rawValue)) { carryOut($0, of: callID) }
     }
     guard let opening = opening(of: callID), let context, let executor, let pumps else { return }
-    guard channelIsWritable else {
-      calls.changeValue(forKey: callID) { $0.startAwaitsWritable = true }
+    let isUnaryTask = if case .task = opening.implementation { opening.isUnary } else { false }
+    guard channelIsWritable, !isUnaryTask || runningTasks < Self.maxRunningTasks else {
+      calls.changeValue(forKey: callID) { $0.startIsDeferred = true }
       return
     }
     calls.changeValue(forKey: callID) { $0.receiver = nil }
@@ -464,6 +480,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     let responder = CallResponder(
       connection: NIOLoopBound(self, eventLoop: context.eventLoop), callID: callID,
       compresses: serverContext.peer.compression == .deflate, pumps: pumps)
+    if opening.isUnary { runningTasks += 1 }
+    let isUnary = opening.isUnary
     let task = Task(executorPreference: executor) {
       let status: CallStatus
       do {
@@ -472,7 +490,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
       } catch {
         status = (error as? RPCError ?? RPCError(code: .unknown, message: "\(error)")).status
       }
-      responder.handlerReturned(status: status)
+      responder.handlerReturned(status: status, wasUnary: isUnary)
     }
     calls.changeValue(forKey: callID) { $0.task = task }
   }
@@ -518,10 +536,15 @@ final class ServerConnectionHandler: ChannelInboundHandler {
       call.writer?.resume()
       if call.pumpAwaitsWritable { call.pump?.wake() }
     }
-    // In the order the calls came, while the channel stays writable (a start may fill it).
-    for callID in calls.filter(\.value.startAwaitsWritable).keys.sorted() where channelIsWritable {
-      guard calls[callID]?.startAwaitsWritable == true else { continue }  // started meanwhile
-      calls.changeValue(forKey: callID) { $0.startAwaitsWritable = false }
+    startDeferredCalls()
+  }
+
+  /// Runs the handlers that waited to start, in the order their calls came, as far as the
+  /// channel's writability and the running tasks allow (each start may use them up again).
+  private func startDeferredCalls() {
+    for callID in calls.filter(\.value.startIsDeferred).keys.sorted() where channelIsWritable {
+      guard calls[callID]?.startIsDeferred == true else { continue }  // started meanwhile
+      calls.changeValue(forKey: callID) { $0.startIsDeferred = false }
       runHandler(of: callID)
     }
   }

@@ -16,6 +16,32 @@ struct ServerConnectionHandlerTests {
   static let echo = "/test.Echo/Echo"
   static let later = "/test.Later/Echo"
   static let pumped = "/test.Pumped/Feed"
+  static let gated = "/test.Gated/Echo"
+
+  /// Where the gated echo's handlers wait until the test opens it.
+  final class Gate: Sendable {
+    private let state = Mutex<(isOpen: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+    /// How many handlers wait.
+    var waiting: Int { state.withLock { $0.waiting.count } }
+
+    func pass() async {
+      await withCheckedContinuation { continuation in
+        let isOpen = state.withLock { state in
+          if !state.isOpen { state.waiting.append(continuation) }
+          return state.isOpen
+        }
+        if isOpen { continuation.resume() }
+      }
+    }
+
+    func open() {
+      for waiter in state.withLock({ state in
+        state.isOpen = true
+        defer { state.waiting = [] }
+        return state.waiting
+      }) { waiter.resume() }
+    }
+  }
 
   /// Counts the flushes that reach the head of the pipeline.
   final class FlushCounter: ChannelOutboundHandler {
@@ -71,9 +97,13 @@ struct ServerConnectionHandlerTests {
   /// later (its requests and completions go to `held`) and a pumped stream of what `feed` is
   /// sent, past its handshake; `written` counts the responses the stream's handler has written.
   static func channel(
-    written: WriteCount? = nil, held: HeldCalls? = nil, feed: Feed? = nil, compressions: [Compression] = []
+    written: WriteCount? = nil, held: HeldCalls? = nil, feed: Feed? = nil, gate: Gate? = nil, compressions: [Compression] = []
   ) throws -> (EmbeddedChannel, FlushCounter) {
     var router = RPCRouter()
+    router.registerUnary(gated, request: MetadataEntry.self, response: MetadataEntry.self) { request, _ in
+      await gate?.pass()
+      return request
+    }
     router.registerServerStreaming(pumped, request: MetadataEntry.self, response: MetadataEntry.self) { _, writer, _ in
       guard let feed, let pump = writer.pump(from: feed) else { return }
       feed.pump.withLock { $0 = pump }
@@ -189,6 +219,25 @@ struct ServerConnectionHandlerTests {
     channel.embeddedEventLoop.run()
     let frames = try Self.readFrames(channel)
     #expect(frames.map(\.kind) == [.message, .status, .message, .status] && frames.map(\.callID) == [1, 1, 3, 3])
+  }
+
+  /// A connection runs at most so many unary handler tasks at once: the calls past them wait
+  /// to start, in order, and start as the running ones return.
+  @Test func unaryHandlerTasksRunAFewAtATime() throws {
+    let gate = Gate()
+    let (channel, _) = try Self.channel(gate: gate)
+    let limit = ServerConnectionHandler.maxRunningTasks
+    let callIDs = (0...limit).map { UInt32(2 * $0 + 1) }
+    for callID in callIDs {
+      for element in Self.call(callID, Self.gated, value: "\(callID)") { try channel.writeInbound(element) }
+    }
+    channel.embeddedEventLoop.run()
+    #expect(gate.waiting == limit)
+    #expect(try Self.readFrames(channel).isEmpty)
+    gate.open()
+    channel.embeddedEventLoop.run()
+    let frames = try Self.readFrames(channel)
+    #expect(frames.filter { $0.kind == .status }.map(\.callID) == callIDs)
   }
 
   /// The responses of calls started in one read burst leave in one flush, after the handlers ran.
