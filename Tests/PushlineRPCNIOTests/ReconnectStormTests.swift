@@ -43,6 +43,9 @@ struct ReconnectStormTests {
     try await RPCServer(router: RPCRouter(), configuration: configuration).withRunningServer { address in
       let port = address.port!
       try await RPCClient.withConnection(host: "127.0.0.1", port: port) { admitted in
+        // Admitted before the storm: connections made at once are admitted in whatever order
+        // their event loops set them up, not necessarily in the order they connected.
+        _ = try await admitted.unary(HealthService.checkMethod, request: HealthCheckRequest(), response: HealthCheckResponse.self)
         // One token a second: of five more connections made at once, most are refused
         // (all five admitted would take four seconds). Each makes a call at once, sent with its
         // ClientHello: on a refused connection, the call fails with the refusal and its hint.
