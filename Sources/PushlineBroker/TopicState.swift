@@ -17,6 +17,9 @@ public struct TopicState: Sendable {
   public private(set) var records: [String: CardRecord]
   /// How many of `records` are tombstones.
   public private(set) var tombstoneCount: Int
+  /// No tombstone changed before this: a lower bound, made exact by a scan that finds none to
+  /// prune for age, so that a topic with young tombstones is not scanned at every commit.
+  private var oldestTombstoneBound: Int64
 
   /// A topic with no changes yet.
   public init(name: String, epoch: Int64) {
@@ -31,13 +34,17 @@ public struct TopicState: Sendable {
     self.floorOffset = floorOffset
     self.records = Dictionary(records.map { ($0.cardID, $0) }, uniquingKeysWith: { $0.offset > $1.offset ? $0 : $1 })
     tombstoneCount = records.count { $0.isTombstone }
+    oldestTombstoneBound = records.lazy.filter(\.isTombstone).map(\.changedAtMillis).min() ?? .max
   }
 
   /// Applies committed changes, whose offsets are above ``topOffset`` and increasing.
   public mutating func apply(_ changes: [CardRecord]) {
     for record in changes {
       if let previous = records.updateValue(record, forKey: record.cardID), previous.isTombstone { tombstoneCount -= 1 }
-      if record.isTombstone { tombstoneCount += 1 }
+      if record.isTombstone {
+        tombstoneCount += 1
+        oldestTombstoneBound = min(oldestTombstoneBound, record.changedAtMillis)
+      }
       topOffset = max(topOffset, record.offset)
     }
   }
@@ -77,20 +84,28 @@ public struct TopicState: Sendable {
   /// Nothing is dropped until the count passes the limit by an eighth (at least 16), so that
   /// prunes come in batches rather than one per removal. A negative limit counts as 0; a limit
   /// or an age too large to add to counts or subtract from times prunes nothing by it.
-  public func tombstonesToPrune(limit: Int, maxAgeMillis: Int64, nowMillis: Int64) -> TombstonePrune? {
+  public mutating func tombstonesToPrune(limit: Int, maxAgeMillis: Int64, nowMillis: Int64) -> TombstonePrune? {
     guard tombstoneCount > 0 else { return nil }  // the common case: no scan at all
     let limit = max(limit, 0)
     let (slack, slackOverflows) = limit.addingReportingOverflow(max(16, limit / 8))
     let (oldest, oldestOverflows) = nowMillis.subtractingReportingOverflow(maxAgeMillis)
     let oldestAllowed = oldestOverflows ? (maxAgeMillis > 0 ? .min : .max) : oldest
-    guard (!slackOverflows && tombstoneCount > slack) || records.values.contains(where: { $0.isTombstone && $0.changedAtMillis < oldestAllowed })
-    else { return nil }
+    guard (!slackOverflows && tombstoneCount > slack) || hasTombstone(olderThan: oldestAllowed) else { return nil }
     let tombstones = records.values.filter(\.isTombstone).sorted { $0.offset < $1.offset }
     let excess = tombstones.count - limit
     let pruned = tombstones.enumerated().filter { index, record in index < excess || record.changedAtMillis < oldestAllowed }
       .map(\.element)
     guard let last = pruned.last else { return nil }
     return TombstonePrune(topic: name, tombstones: pruned.map { ($0.cardID, $0.offset) }, floorOffset: max(floorOffset, last.offset))
+  }
+
+  /// Whether a tombstone changed before `millis`: no scan while the bound says none can be;
+  /// a scan that finds none makes the bound exact.
+  private mutating func hasTombstone(olderThan millis: Int64) -> Bool {
+    guard oldestTombstoneBound < millis else { return false }
+    let oldest = records.values.lazy.filter(\.isTombstone).map(\.changedAtMillis).min() ?? .max
+    oldestTombstoneBound = oldest
+    return oldest < millis
   }
 
   /// Drops the tombstones of `prune` that are still the cards' latest change, and raises the floor.

@@ -157,6 +157,37 @@ struct BrokerTests {
 
   /// A window, an interval or a limit too large for the broker's `Int64` milliseconds or `Int`
   /// counts — a caller's `.seconds(.max)` — means forever or never, not a crash.
+  /// Tombstones go once older than the maximum age, checked as the topic is published to — a
+  /// younger one stays, even when an older removal of a card since upserted again is gone.
+  @Test func tombstonesGoOnceOlderThanTheMaximumAge() async throws {
+    let broker = try await makeBroker { $0.maxTombstoneAge = .seconds(60) }
+    func tombstones() -> Set<String> {
+      broker.state.withLock { Set($0.topics["t"]!.records.values.filter(\.isTombstone).map(\.cardID)) }
+    }
+    /// Two publishes of another card: the first finds what to prune, the second's commit drops it.
+    func publishTwice() async throws {
+      try await broker.publish("t", [card("other", 1)])
+      try await broker.publish("t", [card("other", 2)])
+    }
+    try await broker.publish("t", [card("x", 1), card("y", 1), card("z", 1)])
+    try await broker.publish("t", [], removing: ["x"])  // at 0 s
+    clock.advance(by: .seconds(10))
+    try await broker.publish("t", [card("x", 2)])  // x lives again: its old removal is no tombstone
+    clock.advance(by: .seconds(10))
+    try await broker.publish("t", [], removing: ["y"])  // at 20 s
+    clock.advance(by: .seconds(20))
+    try await broker.publish("t", [], removing: ["z"])  // at 40 s
+    clock.advance(by: .seconds(25))  // 65 s: y is 45 s old, z 25 s
+    try await publishTwice()
+    #expect(tombstones() == ["y", "z"])
+    clock.advance(by: .seconds(20))  // 85 s: y is 65 s old
+    try await publishTwice()
+    #expect(tombstones() == ["z"])
+    clock.advance(by: .seconds(20))  // 105 s: z is 65 s old
+    try await publishTwice()
+    #expect(tombstones().isEmpty)
+  }
+
   @Test func windowsIntervalsAndLimitsPastTheirIntegersAreForever() async throws {
     let broker = try await makeBroker {
       $0.idempotencyWindow = .seconds(Int64.max)
