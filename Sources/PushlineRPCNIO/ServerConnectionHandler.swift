@@ -85,11 +85,6 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     var pump: CallPump?
     /// Whether the pump waits for the channel to become writable.
     var pumpAwaitsWritable = false
-    /// Whether the handler waits to run: for the channel to become writable, or for one of the
-    /// connection's running handler tasks to end (``maxRunningTasks``). A peer that sends calls
-    /// without reading their answers gets no more responses made (a GetCards: a topic's
-    /// snapshot) than a few tasks and the channel's buffer hold.
-    var startIsDeferred = false
   }
 
   private var machine: ServerConnectionStateMachine
@@ -101,6 +96,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private var calls: [UInt32: Call] = [:]
   /// The unary handler tasks started and not yet returned.
   private var runningTasks = 0
+  /// The calls whose handlers wait to start — for the channel to become writable, or for a
+  /// running unary task to return (``maxRunningTasks``) — in the order they became ready: a
+  /// peer that sends calls without reading their answers gets no more responses made (a
+  /// GetCards: a topic's snapshot) than a few tasks and the channel's buffer hold.
+  private var deferredStarts = CircularBuffer<UInt32>()
   /// How many unary handler tasks a connection runs at once; its later unary calls wait to
   /// start. (Streams are not counted: a stream's handler may run as long as its call.)
   static let maxRunningTasks = 16
@@ -451,12 +451,36 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     if let pipeline = pipeline(of: callID) {
       return pipeline.end(with: CallStatus(code: StatusCode.ok.rawValue)) { carryOut($0, of: callID) }
     }
-    guard let opening = opening(of: callID), let context, let executor, let pumps else { return }
-    let isUnaryTask = if case .task = opening.implementation { opening.isUnary } else { false }
-    guard channelIsWritable, !isUnaryTask || runningTasks < Self.maxRunningTasks else {
-      calls.changeValue(forKey: callID) { $0.startIsDeferred = true }
-      return
+    guard let opening = opening(of: callID) else { return }
+    guard deferredStarts.isEmpty, canStart(opening) else { return deferredStarts.append(callID) }
+    start(callID, opening)
+  }
+
+  /// Whether `opening`'s handler may run now: the channel takes writes, and a unary task has
+  /// a free slot.
+  private func canStart(_ opening: Opening) -> Bool {
+    guard channelIsWritable else { return false }
+    guard case .task = opening.implementation, opening.isUnary else { return true }
+    return runningTasks < Self.maxRunningTasks
+  }
+
+  /// Runs the handlers that waited to start, in order, as far as the channel's writability and
+  /// the running tasks allow (each start may use them up again).
+  private func startDeferredCalls() {
+    while let callID = deferredStarts.first {
+      guard let opening = opening(of: callID) else {  // cancelled, past its deadline, or ended
+        deferredStarts.removeFirst()
+        continue
+      }
+      guard canStart(opening) else { return }
+      deferredStarts.removeFirst()
+      start(callID, opening)
     }
+  }
+
+  /// Runs the handler of `callID` (`opening`) on its request.
+  private func start(_ callID: UInt32, _ opening: Opening) {
+    guard let context, let executor, let pumps else { return }
     calls.changeValue(forKey: callID) { $0.receiver = nil }
     guard let (bytes, isCompressed) = opening.request else {
       let refusal = RPCError(code: .invalidArgument, message: "the method takes one request, got none")
@@ -539,16 +563,6 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     startDeferredCalls()
   }
 
-  /// Runs the handlers that waited to start, in the order their calls came, as far as the
-  /// channel's writability and the running tasks allow (each start may use them up again).
-  private func startDeferredCalls() {
-    for callID in calls.filter(\.value.startIsDeferred).keys.sorted() where channelIsWritable {
-      guard calls[callID]?.startIsDeferred == true else { continue }  // started meanwhile
-      calls.changeValue(forKey: callID) { $0.startIsDeferred = false }
-      runHandler(of: callID)
-    }
-  }
-
   /// The channel closed or the handler left it: every handler still running is cancelled.
   private func connectionEnded() {
     guard context != nil else { return }
@@ -558,6 +572,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     graceTimer?.cancel()
     let ended = calls
     calls = [:]
+    deferredStarts.removeAll()
     for call in ended.values {
       call.task?.cancel()
       call.deadline?.cancel()
