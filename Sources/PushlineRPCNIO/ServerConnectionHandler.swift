@@ -99,8 +99,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// The calls whose handlers wait to start — for the channel to become writable, or for a
   /// running unary task to return (``maxRunningTasks``) — in the order they became ready: a
   /// peer that sends calls without reading their answers gets no more responses made (a
-  /// GetCards: a topic's snapshot) than a few tasks and the channel's buffer hold.
-  private var deferredStarts = CircularBuffer<UInt32>()
+  /// GetCards: a topic's snapshot) than a few tasks and the channel's buffer hold. `nil` when
+  /// none waits: most connections never need one (an idle subscriber's 200 bytes).
+  private var deferredStarts: CircularBuffer<UInt32>?
   /// How many unary handler tasks a connection runs at once; its later unary calls wait to
   /// start. (Streams are not counted: a stream's handler may run as long as its call.)
   static let maxRunningTasks = 16
@@ -452,7 +453,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
       return pipeline.end(with: CallStatus(code: StatusCode.ok.rawValue)) { carryOut($0, of: callID) }
     }
     guard let opening = opening(of: callID) else { return }
-    guard deferredStarts.isEmpty, canStart(opening) else { return deferredStarts.append(callID) }
+    guard deferredStarts == nil, canStart(opening) else {
+      if deferredStarts == nil { deferredStarts = CircularBuffer() }
+      deferredStarts?.append(callID)  // in place
+      return
+    }
     start(callID, opening)
   }
 
@@ -467,15 +472,16 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// Runs the handlers that waited to start, in order, as far as the channel's writability and
   /// the running tasks allow (each start may use them up again).
   private func startDeferredCalls() {
-    while let callID = deferredStarts.first {
+    while let callID = deferredStarts?.first {
       guard let opening = opening(of: callID) else {  // cancelled, past its deadline, or ended
-        deferredStarts.removeFirst()
+        deferredStarts?.removeFirst()
         continue
       }
       guard canStart(opening) else { return }
-      deferredStarts.removeFirst()
+      deferredStarts?.removeFirst()
       start(callID, opening)
     }
+    deferredStarts = nil
   }
 
   /// Runs the handler of `callID` (`opening`) on its request.
@@ -572,7 +578,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     graceTimer?.cancel()
     let ended = calls
     calls = [:]
-    deferredStarts.removeAll()
+    deferredStarts = nil
     for call in ended.values {
       call.task?.cancel()
       call.deadline?.cancel()
