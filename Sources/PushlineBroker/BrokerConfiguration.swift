@@ -72,14 +72,3 @@ public struct BrokerConfiguration: Sendable {
   /// `Int64.max`, so that a clock reading (never negative) minus it stays in range.
   var idempotencyWindowMillis: Int64 { max(idempotencyWindow.milliseconds, 0) }
 }
-
-extension Duration {
-  /// The duration in whole milliseconds, saturating at `Int64.min` and `Int64.max` (past some
-  /// 292 million years either way).
-  var milliseconds: Int64 {
-    let (seconds, attoseconds) = components
-    let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1000)
-    let (sum, carry) = whole.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
-    return overflow || carry ? (seconds < 0 ? .min : .max) : sum
-  }
-}

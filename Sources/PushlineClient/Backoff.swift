@@ -1,4 +1,5 @@
 import Foundation
+import PushlineRPC
 
 /// Reconnection delays: exponential with full jitter, capped — so a broker restart does not
 /// bring every client back in the same instant.

@@ -252,14 +252,3 @@ public final class TrackerDataManager: Sendable {
     return lhs.topic < rhs.topic
   }
 }
-
-extension Duration {
-  /// The duration in whole milliseconds, saturating at `Int64.min` and `Int64.max` (past some
-  /// 292 million years either way).
-  var milliseconds: Int64 {
-    let (seconds, attoseconds) = components
-    let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1000)
-    let (sum, carry) = whole.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
-    return overflow || carry ? (seconds < 0 ? .min : .max) : sum
-  }
-}
