@@ -281,7 +281,7 @@ extension Broker {
   private func applyCommitted(_ batch: StorageBatch, _ publishes: [PendingPublish]) {
     let now = configuration.nowMillis()
     let (prunes, fanOut) = state.withLock {
-      state -> ([TombstonePrune], [(topic: String, changes: [EncodedCardChange], superseded: Int, subscribers: Subscribers)]) in
+      state -> ([TombstonePrune], [(topic: String, changes: EncodedChangeRun, superseded: Int, subscribers: Subscribers)]) in
       for position in publishes.indices {
         let topic = publishes[position].topic
         state.topics.changeValue(forKey: topic, default: TopicState(name: topic, epoch: publishes[position].epoch)) {
@@ -294,10 +294,11 @@ extension Broker {
           limit: configuration.maxTombstonesPerTopic, maxAgeMillis: configuration.maxTombstoneAge.milliseconds,
           nowMillis: now)
       }
-      let fanOut = batch.topics.compactMap { topic -> (String, [EncodedCardChange], Int, Subscribers)? in
+      let fanOut = batch.topics.compactMap { topic -> (String, EncodedChangeRun, Int, Subscribers)? in
         guard let subscribers = state.subscribers[topic.topic] else { return nil }
-        // Coalesced once for all subscribers, as each queue would (see `latestVersions`).
-        let changes = Self.latestVersions(of: topic.records).map(\.change)
+        // Coalesced once for all subscribers, as each queue would (see `latestVersions`), and
+        // shared by their queues, encoded once.
+        let changes = EncodedChangeRun(Self.latestVersions(of: topic.records).map(\.change))
         // The table's values, not an array of them: no copy (a subscribe meanwhile copies the table).
         return (topic.topic, changes, topic.records.count - changes.count, subscribers.values)
       }

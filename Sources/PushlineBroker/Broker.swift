@@ -149,7 +149,7 @@ public final class Broker: Sendable {
   public func nextUpdates(for subscription: Subscription) async throws -> [EncodedTopicUpdate] {
     while true {
       let updates = try readyUpdates(for: subscription)
-      if !updates.isEmpty { return updates }
+      if !updates.isEmpty { return updates.map(\.topicUpdate) }
       try await subscription.waitUntilReady()
     }
   }
@@ -158,7 +158,7 @@ public final class Broker: Sendable {
   /// gets its fresh snapshot here.
   ///
   /// - Throws: the ``RPCError`` that ended the subscription.
-  func readyUpdates(for subscription: Subscription) throws(RPCError) -> [EncodedTopicUpdate] {
+  func readyUpdates(for subscription: Subscription) throws(RPCError) -> [AssembledTopicUpdate] {
     let overflowed = subscription.topicsNeedingSnapshot
     if !overflowed.isEmpty {
       let now = configuration.nowMillis()
@@ -171,7 +171,7 @@ public final class Broker: Sendable {
     }
     let updates = try subscription.takeReady(maxChanges: configuration.maxChangesPerUpdate, nowMillis: configuration.nowMillis()) ?? []
     if !updates.isEmpty {
-      configuration.metrics.deliveredChanges.increment(by: updates.reduce(0) { $0 + $1.changes.count })
+      configuration.metrics.deliveredChanges.increment(by: updates.reduce(0) { $0 + $1.changeCount })
     }
     return updates
   }

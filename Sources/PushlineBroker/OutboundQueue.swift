@@ -8,6 +8,11 @@ public import PushlineSchema
 /// Why to the back: sending the newer version in the older one's place would deliver an
 /// offset above the changes queued between them, and a connection lost right after would let
 /// the client resume past changes it never saw.
+///
+/// A commit's changes of a topic with nothing queued — a subscriber keeping up — are queued as
+/// one entry: a slice of the commit's run, shared with the topic's other subscribers and
+/// encoded once for all of them. Only when newer changes of the topic arrive while some are
+/// still queued are its runs spelled out change by change, to be coalesced.
 public struct OutboundQueue: Sendable {
   private struct Key: Hashable {
     var topic: String
@@ -16,12 +21,23 @@ public struct OutboundQueue: Sendable {
 
   private enum Entry {
     case change(topic: String, EncodedCardChange)
+    /// The changes of a shared run in the range.
+    case run(topic: String, EncodedChangeRun, Range<Int>)
     case snapshot(EncodedTopicUpdate)
 
     var topic: String {
       switch self {
-      case .change(let topic, _): topic
+      case .change(let topic, _), .run(let topic, _, _): topic
       case .snapshot(let update): update.topic
+      }
+    }
+
+    /// The card changes it holds outside snapshots: what it counts for the queue's bound.
+    var changeCount: Int {
+      switch self {
+      case .change: 1
+      case .run(_, _, let range): range.count
+      case .snapshot: 0
       }
     }
   }
@@ -30,19 +46,23 @@ public struct OutboundQueue: Sendable {
   /// taken and compacted away once holes outnumber entries.
   private var slots: [Entry?] = []
   private var head = 0
-  /// Where each queued card is and how many entries each topic has, once the queue spans more
-  /// than ``scanLimit`` slots; a shorter queue — a subscriber keeping up, the common case — is
-  /// scanned instead, and costs no tables.
+  /// Where each queued card is and how many entries each topic has: built when a lookup would
+  /// have to scan more than ``scanLimit`` slots — a subscriber fallen behind, whose new
+  /// changes replace queued ones — and kept up until the queue empties. A subscriber keeping
+  /// up, the common case, queues and takes even long runs of changes with no lookup, and so
+  /// with no tables and no hashing per change.
   private var index: Index?
   /// How many card changes are queued outside snapshots: what the queue's bound limits.
   public private(set) var changeCount = 0
-  /// How many entries (changes and snapshots) are queued.
+  /// How many entries (changes, runs and snapshots) are queued.
   private var entryCount = 0
+  /// How many of them are runs.
+  private var runCount = 0
   /// How many queued changes a newer version has replaced since the queue was created.
   public private(set) var coalescedCount = 0
 
   /// The most entries a lookup scans before a table is kept instead: a queue's slots before it
-  /// keeps an ``Index``, a take's updates before it keeps their table.
+  /// builds an ``Index``, a take's updates before it keeps their table.
   private static let scanLimit = 16
 
   /// An empty queue.
@@ -52,9 +72,22 @@ public struct OutboundQueue: Sendable {
   public var isEmpty: Bool { entryCount == 0 }
 
   /// Whether entries for `topic` are queued.
-  public func hasEntries(for topic: String) -> Bool {
-    if let index { return index.perTopic[topic, default: 0] > 0 }
-    return slots[head...].contains { $0?.topic == topic }
+  public mutating func hasEntries(for topic: String) -> Bool {
+    guard entryCount > 0 else { return false }
+    if index == nil {
+      // The front first: a subscriber of one topic finds it in the first live slot.
+      var (scanned, live) = (0, 0)
+      for slot in slots[head...] {
+        guard scanned < Self.scanLimit else { break }
+        scanned += 1
+        guard let entry = slot else { continue }
+        if entry.topic == topic { return true }
+        live += 1
+        if live == entryCount { return false }
+      }
+      index = Index(slots, from: head)
+    }
+    return index!.perTopic[topic, default: 0] > 0
   }
 
   /// Queues `change` (which has its offset) for `topic`, replacing a queued change of the
@@ -62,31 +95,59 @@ public struct OutboundQueue: Sendable {
   @discardableResult
   public mutating func append(_ change: EncodedCardChange, topic: String) -> Bool {
     reserveIfEmpty()
+    spellOutRuns(of: topic)
     return appendReplacingQueued(change, topic: topic)
   }
 
-  /// Queues `changes` of `topic` — distinct cards in offset order, as a commit's coalesced
-  /// changes are — each replacing a queued change of its card, while the queue holds fewer
-  /// than `maxChanges` changes; returns how many were queued, and how many of those replaced
-  /// one. A topic with nothing queued (a subscriber keeping up) has nothing to replace: its
-  /// changes are queued with no lookup (so two changes of one card among them would both stay).
+  /// Queues the changes of `run` from `start` for `topic` — distinct cards in offset order,
+  /// as a commit's coalesced changes are — each replacing a queued change of its card, while
+  /// the queue holds fewer than `maxChanges` changes; returns how many were queued, and how
+  /// many of those replaced one. A topic with nothing queued (a subscriber keeping up) has
+  /// nothing to replace: the changes are queued as one entry, a slice of the shared run (so
+  /// two changes of one card among them would both stay).
   public mutating func append(
-    contentsOf changes: ArraySlice<EncodedCardChange>, topic: String, whileFewerThan maxChanges: Int
+    _ run: EncodedChangeRun, from start: Int, topic: String, whileFewerThan maxChanges: Int
   ) -> (appended: Int, coalesced: Int) {
-    guard !changes.isEmpty else { return (0, 0) }
+    guard start < run.count else { return (0, 0) }
     reserveIfEmpty()
-    let mayReplace = hasEntries(for: topic)
+    guard hasEntries(for: topic) else {
+      let count = min(run.count - start, max(0, maxChanges - changeCount))
+      if count > 0 { appendSlot(.run(topic: topic, run, start..<start + count)) }
+      return (count, 0)
+    }
+    spellOutRuns(of: topic)
     var (appended, coalesced) = (0, 0)
-    for change in changes {
+    for position in start..<run.count {
       guard changeCount < maxChanges else { break }
-      if mayReplace {
-        if appendReplacingQueued(change, topic: topic) { coalesced += 1 }
-      } else {
-        appendSlot(.change(topic: topic, change))
-      }
+      if appendReplacingQueued(run.changes[position], topic: topic) { coalesced += 1 }
       appended += 1
     }
     return (appended, coalesced)
+  }
+
+  /// Replaces the queued runs of `topic` by their changes, one entry each, so that newer
+  /// versions can replace them.
+  private mutating func spellOutRuns(of topic: String) {
+    guard runCount > 0 else { return }
+    // A long queue keeps its index from now on (its lookups would need it anyway), which says
+    // whether the topic has runs without a scan.
+    if index == nil, slots.count - head > Self.scanLimit { index = Index(slots, from: head) }
+    if let index, index.runsPerTopic[topic, default: 0] == 0 { return }
+    var spelledOut: [Entry?] = []
+    spelledOut.reserveCapacity(changeCount + entryCount)
+    for slot in slots[head...] {
+      guard let entry = slot else { continue }
+      guard case .run(topic, let run, let range) = entry else {
+        spelledOut.append(entry)
+        continue
+      }
+      for position in range { spelledOut.append(.change(topic: topic, run.changes[position])) }
+      runCount -= 1
+      entryCount += range.count - 1
+    }
+    slots = spelledOut
+    head = 0
+    if index != nil { index = Index(slots, from: 0) }
   }
 
   /// Queues `change`, replacing a queued change of its card; whether it replaced one.
@@ -104,7 +165,8 @@ public struct OutboundQueue: Sendable {
   /// Adds `entry` at the back.
   private mutating func appendSlot(_ entry: Entry) {
     slots.append(entry)
-    if case .change = entry { changeCount += 1 }
+    changeCount += entry.changeCount
+    if case .run = entry { runCount += 1 }
     entryCount += 1
     indexLastSlot()
   }
@@ -125,37 +187,52 @@ public struct OutboundQueue: Sendable {
   }
 
   /// Takes up to about `limit` changes, and about ``maxTakeBytes`` of cards, from the front
-  /// (at least one entry), as one update per topic and run: a snapshot travels alone;
-  /// consecutive changes of a topic share an update. `epoch(topic)` gives the epoch of changes;
-  /// `throughOffset` is filled in by the caller.
-  public mutating func take(limit: Int, epoch: (String) -> Int64) -> [EncodedTopicUpdate] {
-    var updates: [EncodedTopicUpdate] = []
+  /// (at least one change or snapshot), as one update per topic and run: a snapshot travels
+  /// alone; consecutive changes of a topic share an update. A run only partly taken leaves the
+  /// rest at the front. `epoch(topic)` gives the epoch of changes; `throughOffset` is filled in
+  /// by the caller.
+  public mutating func take(limit: Int, epoch: (String) -> Int64) -> [AssembledTopicUpdate] {
+    var updates: [AssembledTopicUpdate] = []
     var openUpdates = OpenUpdates()
     var taken = 0
     var bytes = 0
     while head < slots.count, taken < limit, bytes < Self.maxTakeBytes {
-      defer { head += 1 }
-      guard let entry = slots[head] else { continue }
-      remove(at: head)
+      guard let entry = slots[head] else {
+        head += 1
+        continue
+      }
       switch entry {
       case .snapshot(let update):
-        openUpdates.append(update, to: &updates)
+        removeFront()
+        openUpdates.append(AssembledTopicUpdate(update), to: &updates)
         taken += max(1, update.changes.count)
         bytes += update.changes.reduce(0) { $0 + Self.size(of: $1) }
       case .change(let topic, let change):
+        removeFront()
         bytes += Self.size(of: change)
-        if let index = openUpdates.index(of: topic, in: updates) {
-          updates[index].changes.append(change)
-        } else {
-          var update = EncodedTopicUpdate(topic: topic, epoch: epoch(topic), throughOffset: 0)
-          update.changes = [change]
-          openUpdates.append(update, to: &updates)
-        }
+        openUpdates.add(.change(change), of: topic, epoch: epoch, to: &updates)
         taken += 1
+      case .run(let topic, let run, let range):
+        let (end, size) = run.slice(from: range.lowerBound, maxCount: min(range.count, limit - taken), maxBytes: Self.maxTakeBytes - bytes)
+        if end == range.upperBound {
+          removeFront()
+        } else {
+          slots[head] = .run(topic: topic, run, end..<range.upperBound)
+          changeCount -= end - range.lowerBound
+        }
+        openUpdates.add(.run(run, range.lowerBound..<end), of: topic, epoch: epoch, to: &updates)
+        bytes += size
+        taken += end - range.lowerBound
       }
     }
     compactIfSparse()
     return updates
+  }
+
+  /// Removes the entry at the front.
+  private mutating func removeFront() {
+    remove(at: head)
+    head += 1
   }
 
   /// The card bytes a take gathers at most, past its first entry: large cards (up to
@@ -176,20 +253,30 @@ public struct OutboundQueue: Sendable {
     private var table: [String: Int]?
 
     /// The index of the update `topic`'s next change joins, if any.
-    func index(of topic: String, in updates: [EncodedTopicUpdate]) -> Int? {
+    func index(of topic: String, in updates: [AssembledTopicUpdate]) -> Int? {
       if let table { return table[topic] }
-      guard let index = updates.lastIndex(where: { $0.topic == topic }), !updates[index].isSnapshot else { return nil }
+      guard let index = updates.lastIndex(where: { $0.base.topic == topic }), !updates[index].base.isSnapshot else { return nil }
       return index
     }
 
+    /// Adds `piece` to the update of `topic` it joins, or to a new one (of epoch `epoch(topic)`).
+    mutating func add(
+      _ piece: AssembledTopicUpdate.Piece, of topic: String, epoch: (String) -> Int64, to updates: inout [AssembledTopicUpdate]
+    ) {
+      if let index = index(of: topic, in: updates) { return updates[index].pieces.append(piece) }
+      var update = AssembledTopicUpdate(EncodedTopicUpdate(topic: topic, epoch: epoch(topic), throughOffset: 0))
+      update.pieces = [piece]
+      append(update, to: &updates)
+    }
+
     /// Appends `update` to `updates`, keeping the table once there is one.
-    mutating func append(_ update: EncodedTopicUpdate, to updates: inout [EncodedTopicUpdate]) {
+    mutating func append(_ update: AssembledTopicUpdate, to updates: inout [AssembledTopicUpdate]) {
       updates.append(update)
       if table == nil, updates.count > OutboundQueue.scanLimit {
         table = [:]
-        for (index, update) in updates.enumerated() { table?[update.topic] = update.isSnapshot ? nil : index }
+        for (index, update) in updates.enumerated() { table?[update.base.topic] = update.base.isSnapshot ? nil : index }
       } else if table != nil {
-        table?[update.topic] = update.isSnapshot ? nil : updates.count - 1
+        table?[update.base.topic] = update.base.isSnapshot ? nil : updates.count - 1
       }
     }
   }
@@ -199,11 +286,14 @@ public struct OutboundQueue: Sendable {
     slots[position] = nil
     entryCount -= 1
     index?.forget(entry)
-    if case .change = entry { changeCount -= 1 }
+    changeCount -= entry.changeCount
+    if case .run = entry { runCount -= 1 }
   }
 
-  /// The slot of `key`'s queued change, if one is queued.
-  private func position(of key: Key) -> Int? {
+  /// The slot of `key`'s queued change, if one is queued: found by a scan while the queue is
+  /// short, from the index (built now if need be) once it is long.
+  private mutating func position(of key: Key) -> Int? {
+    if index == nil, slots.count - head > Self.scanLimit { index = Index(slots, from: head) }
     if let index { return index.positions[key] }
     return slots[head...].lastIndex { slot in
       guard case .change(let topic, let change)? = slot else { return false }
@@ -211,14 +301,9 @@ public struct OutboundQueue: Sendable {
     }
   }
 
-  /// Records the slot just appended in the index; builds the index once the queue spans more
-  /// than a scan should cover.
+  /// Records the slot just appended in the index, if there is one.
   private mutating func indexLastSlot() {
-    if index != nil, let entry = slots[slots.count - 1] {
-      index?.record(entry, at: slots.count - 1)
-    } else if slots.count - head > Self.scanLimit {
-      index = Index(slots, from: head)
-    }
+    if index != nil, let entry = slots[slots.count - 1] { index?.record(entry, at: slots.count - 1) }
   }
 
   /// An empty queue holds no storage (see `compactIfSparse()`); the first entry of a burst
@@ -244,14 +329,16 @@ public struct OutboundQueue: Sendable {
     guard head > 1024 || slots.count - head > 2 * entryCount + 1024 else { return }
     slots = slots[head...].filter { $0 != nil }
     head = 0
-    index = slots.count > Self.scanLimit ? Index(slots, from: 0) : nil
+    // The slots moved: an index there was is rebuilt, as a lookup would need it again.
+    if index != nil { index = Index(slots, from: 0) }
   }
 
-  /// Tables over a long queue's entries: the slot of each queued card, and each topic's
-  /// number of entries.
+  /// Tables over a long queue's entries: the slot of each card queued as a change of its own,
+  /// each topic's number of entries, and its number of runs.
   private struct Index {
     var positions: [Key: Int] = [:]
     var perTopic: [String: Int] = [:]
+    var runsPerTopic: [String: Int] = [:]
 
     /// The tables of the entries in `slots` from `head`.
     init(_ slots: [Entry?], from head: Int) {
@@ -261,13 +348,26 @@ public struct OutboundQueue: Sendable {
     }
 
     mutating func record(_ entry: Entry, at position: Int) {
-      if case .change(let topic, let change) = entry { positions[Key(topic: topic, cardID: change.cardID)] = position }
+      switch entry {
+      case .change(let topic, let change): positions[Key(topic: topic, cardID: change.cardID)] = position
+      case .run(let topic, _, _): runsPerTopic.changeValue(forKey: topic, default: 0) { $0 += 1 }
+      case .snapshot: break
+      }
       perTopic.changeValue(forKey: entry.topic, default: 0) { $0 += 1 }
     }
 
     mutating func forget(_ entry: Entry) {
-      if case .change(let topic, let change) = entry { positions[Key(topic: topic, cardID: change.cardID)] = nil }
-      if let count = perTopic.removeValue(forKey: entry.topic), count > 1 { perTopic[entry.topic] = count - 1 }
+      switch entry {
+      case .change(let topic, let change): positions[Key(topic: topic, cardID: change.cardID)] = nil
+      case .run(let topic, _, _): Self.decrement(topic, in: &runsPerTopic)
+      case .snapshot: break
+      }
+      Self.decrement(entry.topic, in: &perTopic)
+    }
+
+    /// Counts one less for `topic`, keeping no zero counts.
+    private static func decrement(_ topic: String, in counts: inout [String: Int]) {
+      if let count = counts.removeValue(forKey: topic), count > 1 { counts[topic] = count - 1 }
     }
   }
 }

@@ -66,25 +66,26 @@ public final class Subscription: Sendable {
     state = Mutex(State(lastSentMillis: nowMillis))
   }
 
-  /// Queues committed changes of `topic` — distinct cards, each with its offset, in offset
-  /// order (commits are fanned out one at a time, coalesced); past the queue's bound the
-  /// topic's entries are dropped in favour of a snapshot. Changes at or below what the
-  /// subscription already queued are skipped: a snapshot taken after the commit was applied (a
-  /// resynchronization) holds them.
+  /// Queues committed changes of `topic` — the `run` of a commit: distinct cards, each with
+  /// its offset, in offset order (commits are fanned out one at a time, coalesced), shared
+  /// with the topic's other subscribers; past the queue's bound the topic's entries are
+  /// dropped in favour of a snapshot. Changes at or below what the subscription already
+  /// queued are skipped: a snapshot taken after the commit was applied (a resynchronization)
+  /// holds them.
   /// Returns how many changes replaced a queued older version of their card (nil when the
   /// subscription took none: it ended, or awaits a snapshot), and the drain to wake.
-  func enqueue(_ changes: [EncodedCardChange], topic: String) -> (coalesced: Int?, drainer: Drainer?) {
+  func enqueue(_ run: EncodedChangeRun, topic: String) -> (coalesced: Int?, drainer: Drainer?) {
     state.withLock { state -> (Int?, Drainer?) in
       guard state.ended == nil, var progress = state.topics[topic], !progress.needsSnapshot else { return (nil, nil) }
       // In offset order: those not queued yet are a suffix.
-      let fresh = changes[(changes.firstIndex { $0.offset ?? .max > progress.queuedThrough } ?? changes.endIndex)...]
-      let (appended, coalesced) = state.queue.append(contentsOf: fresh, topic: topic, whileFewerThan: maxQueuedChanges)
-      if appended < fresh.count {
+      let fresh = run.changes.firstIndex { $0.offset ?? .max > progress.queuedThrough } ?? run.count
+      let (appended, coalesced) = state.queue.append(run, from: fresh, topic: topic, whileFewerThan: maxQueuedChanges)
+      if appended < run.count - fresh {
         state.queue.removeAll(for: topic)
         progress.needsSnapshot = true
         state.snapshotsDue += 1
       }
-      if let last = changes.last?.offset { progress.queuedThrough = max(progress.queuedThrough, last) }
+      if let last = run.changes.last?.offset { progress.queuedThrough = max(progress.queuedThrough, last) }
       state.topics[topic] = progress
       return (coalesced, state.drainer())
     }
@@ -188,22 +189,21 @@ public final class Subscription: Sendable {
     }
   }
 
-  func takeReady(maxChanges: Int, nowMillis: Int64) throws(RPCError) -> [EncodedTopicUpdate]? {
-    try state.withLock { state throws(RPCError) -> [EncodedTopicUpdate]? in
+  func takeReady(maxChanges: Int, nowMillis: Int64) throws(RPCError) -> [AssembledTopicUpdate]? {
+    try state.withLock { state throws(RPCError) -> [AssembledTopicUpdate]? in
       if let ended = state.ended { throw ended }
       if state.snapshotsDue > 0 { return [] }
       if !state.queue.isEmpty {
         let topics = state.topics
         var updates = state.queue.take(limit: maxChanges) { topics[$0]?.epoch ?? 0 }
         for index in updates.indices {
-          let topic = updates[index].topic
-          if updates[index].isSnapshot { continue }
+          let topic = updates[index].base.topic
+          if updates[index].base.isSnapshot { continue }
           // Complete through the topic's last queued offset once nothing of it is left;
           // otherwise through this update's last change (what remains supersedes the rest).
-          updates[index].throughOffset =
-            state.queue.hasEntries(for: topic)
-            ? updates[index].changes.last?.offset ?? 0 : topics[topic]?.queuedThrough ?? 0
-          updates[index].serverTimeMillis = nowMillis
+          updates[index].base.throughOffset =
+            state.queue.hasEntries(for: topic) ? updates[index].lastOffset ?? 0 : topics[topic]?.queuedThrough ?? 0
+          updates[index].base.serverTimeMillis = nowMillis
         }
         state.lastSentMillis = nowMillis
         return updates
@@ -214,7 +214,7 @@ public final class Subscription: Sendable {
       return state.topics.filter { !$0.value.needsSnapshot }.sorted { $0.key < $1.key }.map { topic, progress in
         var watermark = EncodedTopicUpdate(topic: topic, epoch: progress.epoch, throughOffset: progress.queuedThrough)
         watermark.serverTimeMillis = nowMillis
-        return watermark
+        return AssembledTopicUpdate(watermark)
       }
     }
   }

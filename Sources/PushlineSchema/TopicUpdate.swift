@@ -50,10 +50,17 @@ public struct TopicUpdateMessage<Card: CardRepresentation>: WireMessage {
 
   @inlinable
   public func encode(to writer: inout WireWriter) {
+    encode(to: &writer) { $0.write(0x22, changes) }
+  }
+
+  /// Writes the update with `writeChanges` writing its `changes` entries: for an update whose
+  /// changes are in part held elsewhere (``AssembledTopicUpdate``).
+  @inlinable
+  func encode(to writer: inout WireWriter, writingChanges writeChanges: (inout WireWriter) -> Void) {
     unknownFields.write(to: &writer)
     writer.write(0x30, serverTimeMillis)
     writer.write(0x28, throughOffset)
-    writer.write(0x22, changes)
+    writeChanges(&writer)
     writer.write(0x18, snapshot)
     writer.write(0x10, epoch)
     writer.write(0x0A, topic)

@@ -18,7 +18,7 @@ struct BrokerTests {
 
   /// What the subscription has ready now, without waiting.
   func ready(_ subscription: Subscription, limit: Int = 512) throws -> [TopicUpdate] {
-    try (subscription.takeReady(maxChanges: limit, nowMillis: clock.now) ?? []).map(TopicUpdate.init(decoding:))
+    try (subscription.takeReadyFromTheWire(maxChanges: limit, nowMillis: clock.now) ?? []).map(TopicUpdate.init(decoding:))
   }
 
   @Test func publishAssignsIncreasingOffsetsAndDeliversThem() async throws {
@@ -446,7 +446,7 @@ struct BrokerTests {
     let subscription = try broker.subscribe("t")
     _ = try await broker.publish(request, for: publisher)
     #expect(try broker.cards(in: "t", for: reader).changes.map { $0.card?.bytes } == [card])
-    let delivered = try subscription.takeReady(maxChanges: 16, nowMillis: clock.now) ?? []
+    let delivered = try subscription.takeReadyFromTheWire(maxChanges: 16, nowMillis: clock.now) ?? []
     #expect(delivered.flatMap(\.changes).compactMap { $0.card?.bytes }.last == card)
     var expected = TrackerCard(cardID: "a", priority: 2, isValid: true)
     expected.unknownFields = UnknownFields(bytes: [0xF8, 0x01, 0x07])

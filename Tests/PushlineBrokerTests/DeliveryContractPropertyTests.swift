@@ -20,7 +20,7 @@ struct DeliveryContractPropertyTests {
         for update in try await broker.nextUpdates(for: subscription) { replica.apply(update) }
         continue
       }
-      guard let updates = try subscription.takeReady(maxChanges: 512, nowMillis: nowMillis), !updates.isEmpty else { break }
+      guard let updates = try subscription.takeReadyFromTheWire(maxChanges: 512, nowMillis: nowMillis), !updates.isEmpty else { break }
       for update in updates { replica.apply(update) }
     }
   }
@@ -58,7 +58,7 @@ struct DeliveryContractPropertyTests {
         try await broker.publish("t", upserts, removing: removals)
       case 5...7:  // read a bite
         let limit = Int(1 + random.next() % 4)
-        for update in try subscription.takeReady(maxChanges: limit, nowMillis: clock.now) ?? [] { replica.apply(update) }
+        for update in try subscription.takeReadyFromTheWire(maxChanges: limit, nowMillis: clock.now) ?? [] { replica.apply(update) }
       case 8:  // the connection drops; resume from the last applied position
         broker.unsubscribe(subscription)
         subscription = try broker.subscribe("t", epoch: replica.epoch, offset: replica.position)
@@ -128,7 +128,7 @@ struct DeliveryContractPropertyTests {
         if !subscription.topicsNeedingSnapshot.isEmpty {
           for update in try await broker.nextUpdates(for: subscription) { replica.apply(update) }
         }
-        for update in try subscription.takeReady(maxChanges: limit, nowMillis: clock.now) ?? [] { replica.apply(update) }
+        for update in try subscription.takeReadyFromTheWire(maxChanges: limit, nowMillis: clock.now) ?? [] { replica.apply(update) }
       default:  // the connection drops; resume from the last applied position
         broker.unsubscribe(subscription)
         subscription = try broker.subscribe("t", epoch: replica.epoch, offset: replica.position)

@@ -39,7 +39,7 @@ struct OutboundQueueTests {
   /// Takes of every size, over 1 to 40 topics with snapshots among the changes, group as the
   /// model does: the few-updates path (a scan) and the many-updates one (a table) agree.
   @Test(arguments: 0..<40)
-  func takesGroupChangesByTopicAroundSnapshots(seed: Int) {
+  func takesGroupChangesByTopicAroundSnapshots(seed: Int) throws {
     var random = SplitMix64(seed: UInt64(seed) &* 0x2545_F491 &+ 7)
     let topics = (0..<(1 + Int(random.next() % 40))).map { "t\($0)" }
     var queue = OutboundQueue()
@@ -58,7 +58,7 @@ struct OutboundQueueTests {
         queued.append(.change(topic: topic, change))
       }
     }
-    #expect(queue.take(limit: .max) { _ in 1 } == Self.expectedUpdates(queued), "seed \(seed)")
+    #expect(try queue.take(limit: .max) { _ in 1 }.map(readOffTheWire) == Self.expectedUpdates(queued), "seed \(seed)")
     #expect(queue.isEmpty)
   }
 
@@ -66,21 +66,21 @@ struct OutboundQueueTests {
   /// random sizes, checked after each step against a plain list: short queues are scanned and
   /// long ones indexed, and a queue goes back and forth between the two.
   @Test(arguments: 0..<40)
-  func aQueueBehavesAsAListWithOneEntryPerCard(seed: Int) {
-    Self.checkAgainstAList(seed: seed, steps: 400, cards: 24, dropsPerMille: 50, takesPerMille: 100)
+  func aQueueBehavesAsAListWithOneEntryPerCard(seed: Int) throws {
+    try Self.checkAgainstAList(seed: seed, steps: 400, cards: 24, dropsPerMille: 50, takesPerMille: 100)
   }
 
   /// The same over a long run with many cards, so that the queue seldom empties and is
   /// compacted (its taken slots dropped, its index rebuilt) while it holds entries.
   @Test(arguments: 0..<8)
-  func aLongQueueIsCompactedWithoutLosingItsOrder(seed: Int) {
-    Self.checkAgainstAList(seed: seed, steps: 4_000, cards: 3_000, dropsPerMille: 1, takesPerMille: 40)
+  func aLongQueueIsCompactedWithoutLosingItsOrder(seed: Int) throws {
+    try Self.checkAgainstAList(seed: seed, steps: 4_000, cards: 3_000, dropsPerMille: 1, takesPerMille: 40)
   }
 
   /// Runs `steps` random steps — snapshots (5 %), drops of a topic and takes at the rates
   /// given, a commit's changes of a few cards appended together up to a bound (30 %), single
   /// appends of `cards` card IDs otherwise — on a queue and on a plain list.
-  static func checkAgainstAList(seed: Int, steps: Int64, cards: UInt64, dropsPerMille: UInt64, takesPerMille: UInt64) {
+  static func checkAgainstAList(seed: Int, steps: Int64, cards: UInt64, dropsPerMille: UInt64, takesPerMille: UInt64) throws {
     var random = SplitMix64(seed: UInt64(seed) &* 0x9E37_79B9 &+ 11)
     let topics = (0..<(1 + Int(random.next() % 4))).map { "t\($0)" }
     var queue = OutboundQueue()
@@ -106,9 +106,10 @@ struct OutboundQueueTests {
           if case .snapshot(let update) = entry { taken += max(1, update.changes.count) } else { taken += 1 }
           taking.append(entry)
         }
-        #expect(queue.take(limit: limit) { _ in 1 } == Self.expectedUpdates(taking), "seed \(seed), step \(offset)")
+        #expect(try queue.take(limit: limit) { _ in 1 }.map(readOffTheWire) == Self.expectedUpdates(taking), "seed \(seed), step \(offset)")
       case ..<(50 + dropsPerMille + takesPerMille + 300):
-        // A commit's changes of distinct cards, queued together up to a bound.
+        // A commit's changes of distinct cards, queued together up to a bound, from a random
+        // start (those before it were queued already).
         var cardIDs: [String] = []
         for _ in 0..<(1 + random.next() % 6) {
           let cardID = "c\(random.next() % cards)"
@@ -116,8 +117,9 @@ struct OutboundQueueTests {
         }
         let changes = cardIDs.map { EncodedCardChange(upserting: EncodedCard(card($0, Int(offset))), offset: offset) }
         let bound = model.count { if case .change = $0 { true } else { false } } + Int(random.next() % 8)
+        let start = Int(random.next() % UInt64(changes.count))
         var (appended, coalesced) = (0, 0)
-        for change in changes {
+        for change in changes[start...] {
           guard model.count(where: { if case .change = $0 { true } else { false } }) < bound else { break }
           let replaced = model.firstIndex { if case .change(topic, let queued) = $0 { queued.cardID == change.cardID } else { false } }
           if let replaced {
@@ -127,7 +129,7 @@ struct OutboundQueueTests {
           model.append(.change(topic: topic, change))
           appended += 1
         }
-        let outcome = queue.append(contentsOf: changes[...], topic: topic, whileFewerThan: bound)
+        let outcome = queue.append(EncodedChangeRun(changes), from: start, topic: topic, whileFewerThan: bound)
         #expect(outcome.appended == appended && outcome.coalesced == coalesced, "seed \(seed), step \(offset)")
       default:
         let cardID = "c\(random.next() % cards)"
@@ -146,16 +148,44 @@ struct OutboundQueueTests {
   }
 
   /// Large cards end a take at about a mebibyte of them, well before its change limit, so an
-  /// update stays far under the 4 MiB message limit; the rest follow in order.
-  @Test func largeCardsEndATakeAtItsByteBudget() {
+  /// update stays far under the 4 MiB message limit; the rest follow in order. Alike whether
+  /// they were queued one by one or as one commit's run.
+  @Test(arguments: [false, true])
+  func largeCardsEndATakeAtItsByteBudget(asOneRun: Bool) {
     var queue = OutboundQueue()
     let cards = (1...40).map { EncodedCardChange(upserting: EncodedCard(titled("c\($0)", bytes: 60_000)), offset: Int64($0)) }
-    for change in cards { _ = queue.append(change, topic: "t") }
+    if asOneRun {
+      #expect(queue.append(EncodedChangeRun(cards), from: 0, topic: "t", whileFewerThan: .max) == (40, 0))
+    } else {
+      for change in cards { _ = queue.append(change, topic: "t") }
+    }
     var taken: [[EncodedCardChange]] = []
-    while !queue.isEmpty { taken.append(queue.take(limit: 512) { _ in 1 }.flatMap(\.changes)) }
+    while !queue.isEmpty { taken.append(queue.take(limit: 512) { _ in 1 }.flatMap(\.topicUpdate.changes)) }
     let sizes = taken.map { $0.reduce(0) { $0 + ($1.card?.encodedSize() ?? 0) } }
     #expect(taken.count == 3 && taken.flatMap { $0 } == cards)
     #expect(sizes.allSatisfy { $0 < OutboundQueue.maxTakeBytes + 61_000 } && sizes[0] >= OutboundQueue.maxTakeBytes)
+  }
+
+  /// A run queued by two subscribers reaches each whole, however each takes it; a newer
+  /// version of one of its cards, queued by one of them before it took the run, replaces the
+  /// older one there (and goes to the back) but not in the other's queue or in the run.
+  @Test func aRunSharedByTwoQueuesReachesEachWhole() throws {
+    let changes = (1...10).map { EncodedCardChange(upserting: EncodedCard(card("c\($0)", $0)), offset: Int64($0)) }
+    let run = EncodedChangeRun(changes)
+    var (slow, fast) = (OutboundQueue(), OutboundQueue())
+    #expect(slow.append(run, from: 0, topic: "t", whileFewerThan: .max) == (10, 0))
+    #expect(fast.append(run, from: 2, topic: "t", whileFewerThan: .max) == (8, 0))
+    #expect(try fast.take(limit: 3) { _ in 1 }.map(readOffTheWire).flatMap(\.changes) == Array(changes[2..<5]))
+    #expect(try fast.take(limit: 100) { _ in 1 }.map(readOffTheWire).flatMap(\.changes) == Array(changes[5...]))
+    #expect(fast.isEmpty)
+
+    let newer = EncodedCardChange(upserting: EncodedCard(card("c4", 11)), offset: 11)
+    #expect(slow.append(EncodedChangeRun([newer]), from: 0, topic: "t", whileFewerThan: .max) == (1, 1))
+    #expect(slow.changeCount == 10)
+    var taken: [EncodedCardChange] = []
+    while !slow.isEmpty { taken += try slow.take(limit: 4) { _ in 1 }.map(readOffTheWire).flatMap(\.changes) }
+    #expect(taken == changes.filter { $0.cardID != "c4" } + [newer])
+    #expect(run.changes == changes)
   }
 
   static func topic(of entry: Queued) -> String {

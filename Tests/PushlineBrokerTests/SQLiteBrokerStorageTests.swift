@@ -35,7 +35,7 @@ struct SQLiteBrokerStorageTests {
     #expect(try snapshot.changes[0].card?.decoded() == unknown)  // unknown fields survive storage
 
     let resumed = try broker.subscribe("t", epoch: first.epoch, offset: 3)
-    let updates = try resumed.takeReady(maxChanges: 10, nowMillis: clock.now) ?? []
+    let updates = try resumed.takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now) ?? []
     #expect(updates.count == 1 && updates[0].changes.map(\.cardID) == ["b"] && updates[0].changes[0].card == nil)
 
     let retry = try await broker.publish("t", [unknown, card("b", 1), card("c", 1)], key: "k")
@@ -57,7 +57,7 @@ struct SQLiteBrokerStorageTests {
     let broker = try await open()
     let floor = broker.state.withLock { ($0.topics["t"]!.floorOffset, $0.topics["t"]!.tombstoneCount) }
     #expect(floor.0 == last.lastOffset && floor.1 == 0)
-    let updates = try broker.subscribe("t", epoch: last.epoch, offset: 5).takeReady(maxChanges: 10, nowMillis: clock.now) ?? []
+    let updates = try broker.subscribe("t", epoch: last.epoch, offset: 5).takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now) ?? []
     #expect(updates.first?.isSnapshot == true)
   }
 
@@ -114,7 +114,7 @@ struct SQLiteBrokerStorageTests {
     #expect(try restarted.cards(in: "t", for: reader).changes.isEmpty)
     let after = try await restarted.publish("t", [card("c", 1)])
     #expect(before.epoch != after.epoch && after.firstOffset == 1)
-    let updates = try restarted.subscribe("t", epoch: before.epoch, offset: before.lastOffset).takeReady(maxChanges: 10, nowMillis: 0)
+    let updates = try restarted.subscribe("t", epoch: before.epoch, offset: before.lastOffset).takeReadyFromTheWire(maxChanges: 10, nowMillis: 0)
     #expect(updates?.first?.isSnapshot == true && updates?.first?.changes.map(\.cardID) == ["c"])
   }
 }

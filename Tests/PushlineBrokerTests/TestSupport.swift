@@ -2,6 +2,7 @@
 import PushlineRPC
 import PushlineSchema
 import PushlineTesting
+import PushlineWire
 import Synchronization
 import Testing
 
@@ -43,6 +44,22 @@ struct TopicReplica {
   }
 
   var resumePoint: TopicPosition { TopicPosition(topic: "", epoch: epoch, offset: position) }
+}
+
+extension Subscription {
+  /// ``takeReady(maxChanges:nowMillis:)``'s updates as a client reads them off the wire: so
+  /// that every test reading a subscription also checks how its shared runs are sent.
+  func takeReadyFromTheWire(maxChanges: Int, nowMillis: Int64) throws -> [EncodedTopicUpdate]? {
+    try takeReady(maxChanges: maxChanges, nowMillis: nowMillis)?.map(readOffTheWire)
+  }
+}
+
+/// `update` as a client reads it off the wire, checked to encode exactly as the same update
+/// with its changes in one array does.
+func readOffTheWire(_ update: AssembledTopicUpdate) throws -> EncodedTopicUpdate {
+  let bytes = update.serializedBytes()
+  #expect(bytes == update.topicUpdate.serializedBytes() && bytes.count == update.encodedSize())
+  return try EncodedTopicUpdate(serializedBytes: bytes)
 }
 
 func card(_ id: String, _ version: Int, expiresAt: Int64? = nil) -> TrackerCard {
