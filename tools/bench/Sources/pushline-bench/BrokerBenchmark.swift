@@ -23,7 +23,14 @@ struct BrokerBenchmark: AsyncParsableCommand {
   @Option(help: "Card changes per Pushline PublishRequest (distinct cards of one topic).") var changesPerPublish = 1
   @Flag(help: "Publish with one Publish call per PublishRequest instead of one PublishStream call for all.")
   var unaryPublishes = false
-  @Option(help: "Distinct cards per topic, updated in turn.") var cardsPerTopic = 8
+  @Option(help: "Distinct cards per topic, updated in turn, in (a) and (d).") var cardsPerTopic = 8
+  @Option(
+    help: """
+      Distinct cards of the broadcast topic in (b), updated in turn; default one per update, so \
+      that every change reaches every subscriber on both brokers (with fewer, Pushline may \
+      coalesce a subscriber's queued versions of a card, and delivers fewer changes).
+      """)
+  var broadcastCards: Int?
   @Option(help: "Scenarios to run: fanout, broadcast, idle, latency (comma-separated).") var scenarios = "fanout,broadcast,idle,latency"
   @Option(help: "Brokers: memory, sqlite, nats (comma-separated).") var brokers = "memory,sqlite,nats"
   @Option(help: "Repetitions; with more than one, a table of medians follows.") var runs = 1
@@ -54,8 +61,8 @@ struct BrokerBenchmark: AsyncParsableCommand {
   static let brokerNames: [String: String] = ["memory": "Pushline memory", "sqlite": "Pushline SQLite", "nats": "nats-server"]
 
   func validate() throws {
-    guard changesPerPublish >= 1, changesPerPublish <= cardsPerTopic else {
-      throw ValidationError("--changes-per-publish must be 1…--cards-per-topic (the cards of one request are distinct)")
+    guard changesPerPublish >= 1, changesPerPublish <= min(cardsPerTopic, broadcastCardCount) else {
+      throw ValidationError("--changes-per-publish must be 1…--cards-per-topic and --broadcast-cards (the cards of one request are distinct)")
     }
     guard (1...BrokerService.connectionLimits.maxConcurrentCalls).contains(window) else {
       throw ValidationError("--window must be 1…\(BrokerService.connectionLimits.maxConcurrentCalls) (the broker's concurrent-call limit)")
@@ -131,6 +138,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
   }
 
   private var broadcastPublishes: Int { broadcastUpdates ?? max(1, updates / 200) }
+  private var broadcastCardCount: Int { broadcastCards ?? broadcastPublishes * changesPerPublish }
 
   private func describe(_ scenario: BrokerLoad.Scenario) -> String {
     switch scenario {
@@ -144,7 +152,9 @@ struct BrokerBenchmark: AsyncParsableCommand {
 
   private func printHeader() {
     print("broker benchmark: loopback, each broker in its own process (fresh for every scenario), the load generator in another")
-    print("cards: \(BenchCard.targetSize) bytes, \(cardsPerTopic) card IDs per topic updated in turn; subscribers count every delivered change")
+    print(
+      "cards: \(BenchCard.targetSize) bytes, \(cardsPerTopic) card IDs per topic updated in turn (in (b), \(broadcastCardCount)\(broadcastCards == nil ? ": a card of its own per change, so none can coalesce" : "")); subscribers count every delivered change"
+    )
     print(
       "Pushline publisher: one connection, \(unaryPublishes ? "one Publish call per PublishRequest" : "one PublishStream call"), up to \(window) publishes in flight, \(changesPerPublish) change(s) per PublishRequest; an update counts when its ack arrives (durable: SQLite commits with synchronous=FULL)"
     )
@@ -192,7 +202,8 @@ struct BrokerBenchmark: AsyncParsableCommand {
 
     var arguments = [
       "broker-load", "--target", broker == "nats" ? "nats" : "pushline", "--port", "\(port)", "--broker-pid", "\(pid)",
-      "--scenario", scenario.rawValue, "--window", "\(window)", "--cards-per-topic", "\(cardsPerTopic)",
+      "--scenario", scenario.rawValue, "--window", "\(window)",
+      "--cards-per-topic", "\(scenario == .broadcast ? broadcastCardCount : cardsPerTopic)",
       "--changes-per-publish", "\(changesPerPublish)", "--timeout-seconds", "\(timeout)",
     ]
     if unaryPublishes { arguments.append("--unary-publishes") }
