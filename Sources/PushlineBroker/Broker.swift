@@ -87,11 +87,19 @@ public final class Broker: Sendable {
   /// one has published to is not kept for it: reads must not grow the broker.)
   ///
   /// - Throws: INVALID_ARGUMENT for a bad topic name, PERMISSION_DENIED when `principal`
-  ///   may not read it.
+  ///   may not read it, RESOURCE_EXHAUSTED when the snapshot would not fit a message (a
+  ///   subscription sends such a topic in parts).
   public func cards(in topic: String, for principal: Principal) throws(RPCError) -> EncodedTopicUpdate {
     try Self.authorizeRead(topic, principal)
     let now = configuration.nowMillis()
-    return state.withLock { state in (state.topics[topic] ?? Self.newTopic(topic, in: state)).snapshot(nowMillis: now) }
+    let snapshot = state.withLock { state in (state.topics[topic] ?? Self.newTopic(topic, in: state)).snapshot(nowMillis: now) }
+    let (size, limit) = (snapshot.encodedSize(), ConnectionLimits.defaults.maxMessageSize)
+    guard size <= limit else {
+      throw RPCError(
+        code: .resourceExhausted,
+        message: "the snapshot of topic \"\(topic)\" is \(size) bytes, over the \(limit)-byte message limit: subscribe to it, which sends it in parts")
+    }
+    return snapshot
   }
 
   /// Opens a subscription: per topic, the changes since the client's position when it can

@@ -164,11 +164,17 @@ public struct OutboundQueue: Sendable {
 
   /// Adds `entry` at the back.
   private mutating func appendSlot(_ entry: Entry) {
-    slots.append(entry)
+    slots.append(nil)
+    fill(slots.count - 1, with: entry)
+  }
+
+  /// Puts `entry` in the empty slot at `position`, and counts it.
+  private mutating func fill(_ position: Int, with entry: Entry) {
+    slots[position] = entry
     changeCount += entry.changeCount
     if case .run = entry { runCount += 1 }
     entryCount += 1
-    indexLastSlot()
+    index?.record(entry, at: position)
   }
 
   /// Queues a snapshot of its topic.
@@ -190,7 +196,14 @@ public struct OutboundQueue: Sendable {
   /// (at least one change or snapshot), as one update per topic and run: a snapshot travels
   /// alone; consecutive changes of a topic share an update. A run only partly taken leaves the
   /// rest at the front. `epoch(topic)` gives the epoch of changes; `throughOffset` is filled in
-  /// by the caller.
+  /// by the caller, except for snapshots.
+  ///
+  /// A snapshot with more than about ``maxTakeBytes`` of cards goes in parts, so that a topic
+  /// of many or large cards never outgrows a message: the first part, of about that many
+  /// bytes, is the snapshot, positioned at its last card (its cards are in offset order); the
+  /// rest stays at the front as a run of changes, taken as any run is. A client that applied
+  /// the first part holds every card up to its position, and resuming from there brings the
+  /// rest, since each has a higher offset.
   public mutating func take(limit: Int, epoch: (String) -> Int64) -> [AssembledTopicUpdate] {
     var updates: [AssembledTopicUpdate] = []
     var openUpdates = OpenUpdates()
@@ -202,11 +215,24 @@ public struct OutboundQueue: Sendable {
         continue
       }
       switch entry {
-      case .snapshot(let update):
-        removeFront()
+      case .snapshot(var update):
+        var (part, partBytes) = (0, 0)
+        while part < update.changes.count, part == 0 || partBytes < Self.maxTakeBytes {
+          partBytes += Self.size(of: update.changes[part])
+          part += 1
+        }
+        remove(at: head)
+        if part < update.changes.count {
+          let rest = EncodedChangeRun(Array(update.changes[part...]))
+          fill(head, with: .run(topic: update.topic, rest, 0..<rest.count))
+          update.changes.removeSubrange(part...)
+          update.throughOffset = update.changes[part - 1].offset ?? update.throughOffset
+        } else {
+          head += 1
+        }
         openUpdates.append(AssembledTopicUpdate(update), to: &updates)
-        taken += max(1, update.changes.count)
-        bytes += update.changes.reduce(0) { $0 + Self.size(of: $1) }
+        taken += max(1, part)
+        bytes += partBytes
       case .change(let topic, let change):
         removeFront()
         bytes += Self.size(of: change)
@@ -299,11 +325,6 @@ public struct OutboundQueue: Sendable {
       guard case .change(let topic, let change)? = slot else { return false }
       return change.cardID == key.cardID && topic == key.topic
     }
-  }
-
-  /// Records the slot just appended in the index, if there is one.
-  private mutating func indexLastSlot() {
-    if index != nil, let entry = slots[slots.count - 1] { index?.record(entry, at: slots.count - 1) }
   }
 
   /// An empty queue holds no storage (see `compactIfSparse()`); the first entry of a burst

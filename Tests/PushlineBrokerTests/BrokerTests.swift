@@ -39,6 +39,32 @@ struct BrokerTests {
     #expect(replica.position == 4)
   }
 
+  /// A topic whose snapshot would not fit a message: a subscription gets it in parts, each
+  /// well under the limit — a snapshot of the first cards, positioned at its last, then the
+  /// rest as changes — and ends at the top with every card; a resume from the first part's
+  /// position brings exactly the rest. GetCards, which cannot split it, refuses it.
+  @Test func aSnapshotTooLargeForAMessageGoesInParts() async throws {
+    let broker = try await makeBroker()
+    let cards = (1...80).map { titled("c\($0)", bytes: 60_000) }
+    for batch in stride(from: 0, to: cards.count, by: 10) { try await broker.publish("t", Array(cards[batch..<batch + 10])) }
+    #expect(throws: RPCError.self) { try broker.cards(in: "t", for: reader) }
+
+    let subscription = try broker.subscribe("t")
+    var parts: [EncodedTopicUpdate] = []
+    while let more = try subscription.takeReadyFromTheWire(maxChanges: 512, nowMillis: clock.now), !more.isEmpty { parts += more }
+    #expect(parts.count > 1 && parts.allSatisfy { $0.encodedSize() < ConnectionLimits.defaults.maxMessageSize / 2 })
+    #expect(parts[0].isSnapshot && parts[0].throughOffset < 80 && parts.last?.throughOffset == 80)
+    #expect(parts.flatMap(\.changes).map(\.cardID) == cards.map(\.cardID))
+    var replica = TopicReplica()
+    for part in parts { replica.apply(part) }
+    #expect(replica.violations.isEmpty && replica.cards == Dictionary(uniqueKeysWithValues: cards.map { ($0.cardID, $0) }))
+
+    let resumed = try broker.subscribe("t", epoch: parts[0].epoch, offset: parts[0].throughOffset)
+    var rest: [EncodedTopicUpdate] = []
+    while let more = try resumed.takeReadyFromTheWire(maxChanges: 512, nowMillis: clock.now), !more.isEmpty { rest += more }
+    #expect(rest.flatMap(\.changes).map(\.cardID) == parts.dropFirst().flatMap(\.changes).map(\.cardID))
+  }
+
   @Test func resumeIsServedCompactedFromTheCardTable() async throws {
     let broker = try await makeBroker()
     let start = try await broker.publish("t", [card("a", 1), card("b", 1), card("c", 1)])

@@ -166,6 +166,24 @@ struct OutboundQueueTests {
     #expect(sizes.allSatisfy { $0 < OutboundQueue.maxTakeBytes + 61_000 } && sizes[0] >= OutboundQueue.maxTakeBytes)
   }
 
+  /// A snapshot of more than a take's bytes goes in parts: the first is the snapshot,
+  /// positioned at its last card; the rest follow as changes, in order, each part under the
+  /// budget (plus a card).
+  @Test func aSnapshotOverTheByteBudgetGoesInParts() throws {
+    var queue = OutboundQueue()
+    var snapshot = EncodedTopicUpdate(topic: "t", epoch: 1, throughOffset: 50)
+    snapshot.snapshot = true
+    snapshot.changes = (1...40).map { EncodedCardChange(upserting: EncodedCard(titled("c\($0)", bytes: 60_000)), offset: Int64($0)) }
+    queue.append(snapshot: snapshot)
+    var parts: [EncodedTopicUpdate] = []
+    while !queue.isEmpty { parts += try queue.take(limit: 512) { _ in 1 }.map(readOffTheWire) }
+    #expect(parts.map(\.changes.count) == [18, 18, 4])
+    #expect(parts[0].isSnapshot && parts[0].throughOffset == 18)
+    #expect(parts.dropFirst().allSatisfy { !$0.isSnapshot })
+    #expect(parts.flatMap(\.changes) == snapshot.changes)
+    #expect(parts.allSatisfy { $0.changes.reduce(0) { $0 + ($1.card?.encodedSize() ?? 0) } < OutboundQueue.maxTakeBytes + 61_000 })
+  }
+
   /// A run queued by two subscribers reaches each whole, however each takes it; a newer
   /// version of one of its cards, queued by one of them before it took the run, replaces the
   /// older one there (and goes to the back) but not in the other's queue or in the run.
