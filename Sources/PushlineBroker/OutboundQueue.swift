@@ -11,8 +11,12 @@ public import PushlineSchema
 ///
 /// A commit's changes of a topic with nothing queued — a subscriber keeping up — are queued as
 /// one entry: a slice of the commit's run, shared with the topic's other subscribers and
-/// encoded once for all of them. Only when newer changes of the topic arrive while some are
-/// still queued are its runs spelled out change by change, to be coalesced.
+/// encoded once for all of them. So are they while the topic holds only a few runs and the
+/// subscriber's connection takes bytes (its pump has simply not taken the last commit yet):
+/// a card may then be queued in two runs, and both versions go, in offset order (the contract
+/// allows it; coalescing them is what bounds a slow subscriber's queue, not what makes it
+/// correct). Otherwise the topic's runs are spelled out change by change, older versions
+/// dropped, and newer changes coalesced one by one.
 public struct OutboundQueue: Sendable {
   private struct Key: Hashable {
     var topic: String
@@ -100,23 +104,50 @@ public struct OutboundQueue: Sendable {
   }
 
   /// Queues the changes of `run` from `start` for `topic` — distinct cards in offset order,
-  /// as a commit's coalesced changes are — each replacing a queued change of its card, while
-  /// the queue holds fewer than `maxChanges` changes; returns how many were queued, and how
-  /// many of those replaced one. A topic with nothing queued (a subscriber keeping up) has
-  /// nothing to replace: the changes are queued as one entry, a slice of the shared run (so
-  /// two changes of one card among them would both stay).
+  /// as a commit's coalesced changes are — while the queue holds fewer than `maxChanges`
+  /// changes; returns how many were queued, and how many queued changes they made redundant.
+  /// When the topic has nothing queued, or when `stacking` (the subscriber's connection takes
+  /// bytes) and the topic's queued entries are fewer than ``maxStackedRuns`` runs, the
+  /// changes are queued as one entry, a slice of the shared run, replacing nothing; otherwise
+  /// each replaces a queued change of its card, once the topic's runs are spelled out.
   public mutating func append(
-    _ run: EncodedChangeRun, from start: Int, topic: String, whileFewerThan maxChanges: Int
+    _ run: EncodedChangeRun, from start: Int, topic: String, whileFewerThan maxChanges: Int, stacking: Bool = false
   ) -> (appended: Int, coalesced: Int) {
     guard start < run.count else { return (0, 0) }
     reserveIfEmpty()
-    guard hasEntries(for: topic) else {
-      let count = min(run.count - start, max(0, maxChanges - changeCount))
-      if count > 0 { appendSlot(.run(topic: topic, run, start..<start + count)) }
-      return (count, 0)
+    guard !hasEntries(for: topic) || (stacking && holdsFewRunsOnly(of: topic)) else {
+      return appendReplacingQueued(run, from: start, topic: topic, whileFewerThan: maxChanges)
     }
-    spellOutRuns(of: topic)
-    var (appended, coalesced) = (0, 0)
+    let count = min(run.count - start, max(0, maxChanges - changeCount))
+    if count > 0 { appendSlot(.run(topic: topic, run, start..<start + count)) }
+    return (count, 0)
+  }
+
+  /// How many runs of a topic may stack while the connection takes bytes, before the next is
+  /// coalesced change by change: a subscriber whose pump has not yet taken the last commit or
+  /// two is not a slow one, and spelling its runs out would cost it a table entry per change.
+  static let maxStackedRuns = 16
+
+  /// Whether `topic`'s queued entries are all runs, fewer than ``maxStackedRuns``.
+  private mutating func holdsFewRunsOnly(of topic: String) -> Bool {
+    if index == nil, slots.count - head > Self.scanLimit { index = Index(slots, from: head) }
+    if let index {
+      let runs = index.runsPerTopic[topic, default: 0]
+      return runs < Self.maxStackedRuns && runs == index.perTopic[topic, default: 0]
+    }
+    return slots[head...].allSatisfy { slot in
+      guard let entry = slot, entry.topic == topic else { return true }
+      if case .run = entry { return true }
+      return false
+    }
+  }
+
+  /// ``append(_:from:topic:whileFewerThan:)`` change by change, each replacing a queued
+  /// change of its card, once the topic's runs are spelled out.
+  private mutating func appendReplacingQueued(
+    _ run: EncodedChangeRun, from start: Int, topic: String, whileFewerThan maxChanges: Int
+  ) -> (appended: Int, coalesced: Int) {
+    var (appended, coalesced) = (0, spellOutRuns(of: topic))
     for position in start..<run.count {
       guard changeCount < maxChanges else { break }
       if appendReplacingQueued(run.changes[position], topic: topic) { coalesced += 1 }
@@ -126,15 +157,18 @@ public struct OutboundQueue: Sendable {
   }
 
   /// Replaces the queued runs of `topic` by their changes, one entry each, so that newer
-  /// versions can replace them.
-  private mutating func spellOutRuns(of topic: String) {
-    guard runCount > 0 else { return }
+  /// versions can replace them; a change whose card has a later change queued (runs stacked
+  /// while the subscriber kept up) is dropped. Returns how many were dropped.
+  @discardableResult
+  private mutating func spellOutRuns(of topic: String) -> Int {
+    guard runCount > 0 else { return 0 }
     // A long queue keeps its index from now on (its lookups would need it anyway), which says
     // whether the topic has runs without a scan.
     if index == nil, slots.count - head > Self.scanLimit { index = Index(slots, from: head) }
-    if let index, index.runsPerTopic[topic, default: 0] == 0 { return }
+    if let index, index.runsPerTopic[topic, default: 0] == 0 { return 0 }
     var spelledOut: [Entry?] = []
     spelledOut.reserveCapacity(changeCount + entryCount)
+    var runs = 0
     for slot in slots[head...] {
       guard let entry = slot else { continue }
       guard case .run(topic, let run, let range) = entry else {
@@ -142,12 +176,33 @@ public struct OutboundQueue: Sendable {
         continue
       }
       for position in range { spelledOut.append(.change(topic: topic, run.changes[position])) }
+      runs += 1
       runCount -= 1
       entryCount += range.count - 1
     }
+    let dropped = runs > 0 ? Self.dropSuperseded(of: topic, in: &spelledOut) : 0
+    entryCount -= dropped
+    changeCount -= dropped
+    coalescedCount += dropped
     slots = spelledOut
     head = 0
     if index != nil { index = Index(slots, from: 0) }
+    return dropped
+  }
+
+  /// Removes from `entries` each change of `topic` whose card has a later change there;
+  /// returns how many.
+  private static func dropSuperseded(of topic: String, in entries: inout [Entry?]) -> Int {
+    var latest: [String: Int] = [:]
+    for (position, entry) in entries.enumerated() {
+      if case .change(topic, let change)? = entry { latest[change.cardID] = position }
+    }
+    let before = entries.count
+    entries = entries.enumerated().filter { position, entry in
+      guard case .change(topic, let change)? = entry else { return true }
+      return latest[change.cardID] == position
+    }.map(\.element)
+    return before - entries.count
   }
 
   /// Queues `change`, replacing a queued change of its card; whether it replaced one.

@@ -32,6 +32,10 @@ public final class Subscription: Sendable {
     var lastSentMillis: Int64
     /// How many topics need a snapshot: a pull checks this before looking for them.
     var snapshotsDue = 0
+    /// The transport said the connection takes bytes, so the queue drains soon: a commit's
+    /// changes may then follow the topic's few queued runs without being merged into them.
+    /// Until it says so (and with no transport at all) each is coalesced at once.
+    var drainsSoon = false
 
     /// Whether a take would find something: changes, a watermark, a snapshot due, or the end.
     var hasSomethingToSend: Bool {
@@ -79,7 +83,8 @@ public final class Subscription: Sendable {
       guard state.ended == nil, var progress = state.topics[topic], !progress.needsSnapshot else { return (nil, nil) }
       // In offset order: those not queued yet are a suffix.
       let fresh = run.changes.firstIndex { $0.offset ?? .max > progress.queuedThrough } ?? run.count
-      let (appended, coalesced) = state.queue.append(run, from: fresh, topic: topic, whileFewerThan: maxQueuedChanges)
+      let (appended, coalesced) = state.queue.append(
+        run, from: fresh, topic: topic, whileFewerThan: maxQueuedChanges, stacking: state.drainsSoon)
       if appended < run.count - fresh {
         state.queue.removeAll(for: topic)
         progress.needsSnapshot = true
@@ -89,6 +94,12 @@ public final class Subscription: Sendable {
       state.topics[topic] = progress
       return (coalesced, state.drainer())
     }
+  }
+
+  /// The connection stopped taking bytes, or takes them again: while it does not, newer
+  /// versions of queued cards replace them at once.
+  func connectionWritabilityChanged(_ isWritable: Bool) {
+    state.withLock { $0.drainsSoon = isWritable }
   }
 
   /// How many changes wait in the queue.

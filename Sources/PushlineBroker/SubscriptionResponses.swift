@@ -27,6 +27,10 @@ final class SubscriptionResponses: ResponseSource {
     broker.goAway(subscription)
   }
 
+  func connectionWritabilityChanged(_ isWritable: Bool) {
+    subscription.connectionWritabilityChanged(isWritable)
+  }
+
   func streamEnded() {
     broker.unsubscribe(subscription)
   }

@@ -27,6 +27,12 @@ public protocol ResponseSource: AnyObject, Sendable {
   /// the lame-duck period spreads the goaways over time. Called at most once.
   func connectionIsGoingAway()
 
+  /// The connection stopped taking bytes (`false`: what the source holds stays with it until
+  /// the connection takes bytes again) or takes them again (`true`). Called on changes only,
+  /// first when the transport first pulls: a source that can merge what it holds (the
+  /// broker's queue, coalescing a card's versions) need only merge while it waits.
+  func connectionWritabilityChanged(_ isWritable: Bool)
+
   /// The call is over — its status sent, or the client cancelled, its deadline passed, the
   /// connection closed: let go of what the stream holds. Called once, whoever ended the call.
   func streamEnded()
@@ -38,6 +44,9 @@ extension ResponseSource {
 
   /// Does nothing: a stream that ends by itself finishes within the shutdown's grace period.
   public func connectionIsGoingAway() {}
+
+  /// Does nothing: a source whose responses are what they are sends them when it can.
+  public func connectionWritabilityChanged(_ isWritable: Bool) {}
 
   /// Does nothing: a source that holds nothing beyond its call has nothing to let go of.
   public func streamEnded() {}

@@ -20,6 +20,8 @@ final class CallPump: ResponsePump {
   private let isScheduled = Atomic<Bool>(false)
   /// The call is over: a pull already queued asks the source for nothing more.
   private let isOver = Atomic<Bool>(false)
+  /// Whether the source was last told that the connection takes bytes (changed on the loop).
+  private let toldWritable = Atomic<Bool>(false)
 
   /// A pump of `source`'s responses for the call `callID`, pulled through `scheduler` (on the
   /// connection's event loop).
@@ -69,7 +71,8 @@ final class CallPump: ResponsePump {
     guard !isOver.load(ordering: .acquiring) else { return }
     let handler = connection.value
     // While the channel is full, what the source holds stays there (to be coalesced).
-    guard handler.isWritable else { return handler.wakeWhenWritable(callID: callID, self) }
+    guard handler.isWritable else { return waitUntilWritable(handler) }
+    tell(isWritable: true)
     let outcome: ServerConnectionHandler.SendOutcome?
     do throws(RPCError) {
       outcome = try handler.writeResponses(callID: callID, compresses: compresses) { batch throws(RPCError) in
@@ -79,9 +82,21 @@ final class CallPump: ResponsePump {
       return handler.finish(callID: callID, status: error.status)
     }
     switch outcome {
-    case .sentMustWait: handler.wakeWhenWritable(callID: callID, self)
+    case .sentMustWait: waitUntilWritable(handler)
     case .callOver, nil: break
     case .sent, .sentAndFlushed: if source.hasMoreResponses { wake() }
     }
+  }
+
+  /// Pulls again once the connection takes bytes, and tells the source it does not now.
+  private func waitUntilWritable(_ handler: ServerConnectionHandler) {
+    tell(isWritable: false)
+    handler.wakeWhenWritable(callID: callID, self)
+  }
+
+  /// Tells the source whether the connection takes bytes, if that changed.
+  private func tell(isWritable: Bool) {
+    guard toldWritable.exchange(isWritable, ordering: .relaxed) != isWritable else { return }
+    source.connectionWritabilityChanged(isWritable)
   }
 }

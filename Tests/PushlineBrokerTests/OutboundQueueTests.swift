@@ -6,9 +6,10 @@ import Testing
 /// How a take groups what is queued into updates, whether it makes few updates or many.
 @Suite("Taking from an outbound queue")
 struct OutboundQueueTests {
-  /// What is queued, in order: a change of a topic, or a snapshot of one.
+  /// What is queued, in order: a change of a topic (with the step that queued it, if it came
+  /// in a run that is not spelled out), or a snapshot of one.
   enum Queued {
-    case change(topic: String, EncodedCardChange)
+    case change(topic: String, EncodedCardChange, run: Int64? = nil)
     case snapshot(EncodedTopicUpdate)
   }
 
@@ -22,7 +23,7 @@ struct OutboundQueueTests {
       case .snapshot(let update):
         open[update.topic] = nil
         updates.append(update)
-      case .change(let topic, let change):
+      case .change(let topic, let change, _):
         if let index = open[topic] {
           updates[index].changes.append(change)
         } else {
@@ -77,9 +78,27 @@ struct OutboundQueueTests {
     try Self.checkAgainstAList(seed: seed, steps: 4_000, cards: 3_000, dropsPerMille: 1, takesPerMille: 40)
   }
 
+  /// The model of spelling out `topic`'s runs: their changes are queued one by one, and those
+  /// whose card has a later change of the topic go; how many went.
+  static func spellOut(_ topic: String, in model: inout [Queued]) -> Int {
+    guard model.contains(where: { if case .change(topic, _, _?) = $0 { true } else { false } }) else { return 0 }
+    var latest: [String: Int] = [:]
+    for (position, entry) in model.enumerated() {
+      if case .change(topic, let change, _) = entry { latest[change.cardID] = position }
+    }
+    let before = model.count
+    model = model.enumerated().compactMap { position, entry in
+      guard case .change(topic, let change, _) = entry else { return entry }
+      return latest[change.cardID] == position ? .change(topic: topic, change) : nil
+    }
+    return before - model.count
+  }
+
   /// Runs `steps` random steps — snapshots (5 %), drops of a topic and takes at the rates
   /// given, a commit's changes of a few cards appended together up to a bound (30 %), single
-  /// appends of `cards` card IDs otherwise — on a queue and on a plain list.
+  /// appends of `cards` card IDs otherwise — on a queue and on a plain list: a commit's
+  /// changes stack as a run while the topic holds only a few runs, and are coalesced one by
+  /// one otherwise.
   static func checkAgainstAList(seed: Int, steps: Int64, cards: UInt64, dropsPerMille: UInt64, takesPerMille: UInt64) throws {
     var random = SplitMix64(seed: UInt64(seed) &* 0x9E37_79B9 &+ 11)
     let topics = (0..<(1 + Int(random.next() % 4))).map { "t\($0)" }
@@ -116,25 +135,37 @@ struct OutboundQueueTests {
           if !cardIDs.contains(cardID) { cardIDs.append(cardID) }
         }
         let changes = cardIDs.map { EncodedCardChange(upserting: EncodedCard(card($0, Int(offset))), offset: offset) }
-        let bound = model.count { if case .change = $0 { true } else { false } } + Int(random.next() % 8)
+        let queuedChanges = model.count { if case .change = $0 { true } else { false } }
+        let bound = queuedChanges + Int(random.next() % 8)
         let start = Int(random.next() % UInt64(changes.count))
+        let ofTopic = model.filter { Self.topic(of: $0) == topic }
+        let runs = Set(ofTopic.compactMap { if case .change(_, _, let run?) = $0 { run } else { nil } })
+        let onlyRuns = ofTopic.allSatisfy { if case .change(_, _, _?) = $0 { true } else { false } }
+        let stacking = random.next() % 2 == 0
         var (appended, coalesced) = (0, 0)
-        for change in changes[start...] {
-          guard model.count(where: { if case .change = $0 { true } else { false } }) < bound else { break }
-          let replaced = model.firstIndex { if case .change(topic, let queued) = $0 { queued.cardID == change.cardID } else { false } }
-          if let replaced {
-            model.remove(at: replaced)
-            coalesced += 1
+        if ofTopic.isEmpty || (stacking && onlyRuns && runs.count < OutboundQueue.maxStackedRuns) {
+          appended = min(changes.count - start, max(0, bound - queuedChanges))
+          for change in changes[start..<start + appended] { model.append(.change(topic: topic, change, run: offset)) }
+        } else {
+          coalesced = Self.spellOut(topic, in: &model)
+          for change in changes[start...] {
+            guard model.count(where: { if case .change = $0 { true } else { false } }) < bound else { break }
+            let replaced = model.firstIndex { if case .change(topic, let queued, _) = $0 { queued.cardID == change.cardID } else { false } }
+            if let replaced {
+              model.remove(at: replaced)
+              coalesced += 1
+            }
+            model.append(.change(topic: topic, change))
+            appended += 1
           }
-          model.append(.change(topic: topic, change))
-          appended += 1
         }
-        let outcome = queue.append(EncodedChangeRun(changes), from: start, topic: topic, whileFewerThan: bound)
+        let outcome = queue.append(EncodedChangeRun(changes), from: start, topic: topic, whileFewerThan: bound, stacking: stacking)
         #expect(outcome.appended == appended && outcome.coalesced == coalesced, "seed \(seed), step \(offset)")
       default:
         let cardID = "c\(random.next() % cards)"
         let change = EncodedCardChange(upserting: EncodedCard(card(cardID, Int(offset))), offset: offset)
-        let replaced = model.firstIndex { if case .change(topic, let queued) = $0 { queued.cardID == cardID } else { false } }
+        _ = Self.spellOut(topic, in: &model)
+        let replaced = model.firstIndex { if case .change(topic, let queued, _) = $0 { queued.cardID == cardID } else { false } }
         if let replaced { model.remove(at: replaced) }
         #expect(queue.append(change, topic: topic) == (replaced != nil))
         model.append(.change(topic: topic, change))
@@ -208,7 +239,7 @@ struct OutboundQueueTests {
 
   static func topic(of entry: Queued) -> String {
     switch entry {
-    case .change(let topic, _): topic
+    case .change(let topic, _, _): topic
     case .snapshot(let update): update.topic
     }
   }

@@ -1,4 +1,5 @@
 import NIOCore
+import NIOPosix
 import PushlineRPC
 import PushlineRPCNIO
 import PushlineSchema
@@ -118,6 +119,48 @@ struct PumpedStreamTests {
         return try #require(await sourceIterator.next())
       }
       for await _ in source.ended {}  // the client left: its connection closed
+    }
+  }
+
+  /// Hands out a 60 KiB response per pull, without end, and reports what it is told of its
+  /// connection's writability.
+  final class Flood: ResponseSource {
+    let (told, tell) = AsyncStream<Bool>.makeStream()
+
+    func nextResponses(into responses: inout ResponseBatch) {
+      responses.append(MetadataEntry(key: String(repeating: "x", count: 60_000)))
+    }
+
+    func connectionWritabilityChanged(_ isWritable: Bool) {
+      tell.yield(isWritable)
+    }
+  }
+
+  /// A source hears that its connection takes bytes at the first pull, that it stopped once a
+  /// client that reads nothing lets the socket fill, and that it takes them again once the
+  /// client reads: the broker coalesces a subscriber's queue only in between.
+  @Test(.timeLimit(.minutes(1))) func aSourceHearsWhenItsConnectionStopsAndResumesTakingBytes() async throws {
+    let flood = Flood()
+    var router = RPCRouter()
+    router.registerServerStreaming(Self.method, request: MetadataEntry.self, response: MetadataEntry.self) { _, writer, _ in
+      try #require(writer.pump(from: flood)).wake()
+    }
+    try await RPCServer(router: router, configuration: .init(port: 0)).withRunningServer { address in
+      let client = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        .channelOption(.autoRead, value: false)
+        .connect(host: "127.0.0.1", port: address.port!).get()
+      let call = [
+        Frame(kind: .callStart, callID: 1, payload: CallStart(method: Self.method).serializedBytes()),
+        Frame(kind: .message, callID: 1, payload: [0] + MetadataEntry(key: "go").serializedBytes()),
+        Frame(kind: .halfClose, callID: 1),
+      ]
+      try await client.writeAndFlush(ByteBuffer(bytes: RawPeer.opening + call.flatMap(\.bytes)))
+      var told = flood.told.makeAsyncIterator()
+      #expect(await told.next() == true)
+      #expect(await told.next() == false)
+      try await client.setOption(.autoRead, value: true).get()  // what it reads goes nowhere
+      #expect(await told.next() == true)
+      try await client.close()
     }
   }
 }
