@@ -137,8 +137,12 @@ public final class Broker: Sendable {
       state.subscriptionsPerSubject[principal.subject] = held + 1
       for position in request.topics {
         let topic = Self.topic(position.topic, in: &state)
-        if topic.canResume(epoch: position.epoch, offset: position.offset), let offset = position.offset {
-          subscription.attach(topic, catchUp: topic.changes(after: offset), snapshot: nil)
+        // A catch-up past the queue's bound is a snapshot, as a queue overflowing later gets.
+        if topic.canResume(epoch: position.epoch, offset: position.offset), let offset = position.offset,
+          case let catchUp = topic.changes(after: offset),
+          catchUp.count <= configuration.maxQueuedChangesPerSubscription - subscription.queuedChanges
+        {
+          subscription.attach(topic, catchUp: catchUp, snapshot: nil)
         } else {
           subscription.attach(topic, catchUp: nil, snapshot: topic.snapshot(nowMillis: now))
         }

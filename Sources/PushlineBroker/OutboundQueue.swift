@@ -9,14 +9,14 @@ public import PushlineSchema
 /// offset above the changes queued between them, and a connection lost right after would let
 /// the client resume past changes it never saw.
 ///
-/// A commit's changes of a topic with nothing queued — a subscriber keeping up — are queued as
-/// one entry: a slice of the commit's run, shared with the topic's other subscribers and
-/// encoded once for all of them. So are they while the topic holds only a few runs and the
-/// subscriber's connection takes bytes (its pump has simply not taken the last commit yet):
-/// a card may then be queued in two runs, and both versions go, in offset order (the contract
-/// allows it; coalescing them is what bounds a slow subscriber's queue, not what makes it
-/// correct). Otherwise the topic's runs are spelled out change by change, older versions
-/// dropped, and newer changes coalesced one by one.
+/// While the subscriber's connection takes bytes (or its queue is empty), a commit's changes
+/// of a topic with nothing queued are queued as one entry: a slice of the commit's run,
+/// shared with the topic's other subscribers and encoded once for all of them. So are they
+/// while the topic holds only a few runs (its pump has simply not taken the last commit or
+/// two yet): a card may then be queued in two runs, and both versions go, in offset order
+/// (the contract allows it; coalescing them is what bounds a slow subscriber's queue, not what
+/// makes it correct). Otherwise the topic's runs are spelled out change by change, older
+/// versions dropped, and newer changes coalesced one by one.
 public struct OutboundQueue: Sendable {
   private struct Key: Hashable {
     var topic: String
@@ -27,12 +27,14 @@ public struct OutboundQueue: Sendable {
     case change(topic: String, EncodedCardChange)
     /// The changes of a shared run in the range.
     case run(topic: String, EncodedChangeRun, Range<Int>)
-    case snapshot(EncodedTopicUpdate)
+    /// A snapshot, from its change `from` on: a part of it was sent already (see
+    /// ``take(limit:epoch:)``).
+    case snapshot(EncodedTopicUpdate, from: Int)
 
     var topic: String {
       switch self {
       case .change(let topic, _), .run(let topic, _, _): topic
-      case .snapshot(let update): update.topic
+      case .snapshot(let update, _): update.topic
       }
     }
 
@@ -114,13 +116,25 @@ public struct OutboundQueue: Sendable {
     _ run: EncodedChangeRun, from start: Int, topic: String, whileFewerThan maxChanges: Int, stacking: Bool = false
   ) -> (appended: Int, coalesced: Int) {
     guard start < run.count else { return (0, 0) }
+    let wasEmpty = isEmpty
     reserveIfEmpty()
-    guard !hasEntries(for: topic) || (stacking && holdsFewRunsOnly(of: topic)) else {
+    let room = max(0, maxChanges - changeCount)
+    if !hasEntries(for: topic) {
+      let count = min(run.count - start, room)
+      // A subscriber fallen behind queues change by change: a run would only be spelled out.
+      guard stacking || wasEmpty else {
+        for position in start..<start + count { appendSlot(.change(topic: topic, run.changes[position])) }
+        return (count, 0)
+      }
+      if count > 0 { appendSlot(.run(topic: topic, run, start..<start + count)) }
+      return (count, 0)
+    }
+    // Stacked only if it fits whole: merged into the queued runs, it might.
+    guard stacking, run.count - start <= room, holdsFewRunsOnly(of: topic) else {
       return appendReplacingQueued(run, from: start, topic: topic, whileFewerThan: maxChanges)
     }
-    let count = min(run.count - start, max(0, maxChanges - changeCount))
-    if count > 0 { appendSlot(.run(topic: topic, run, start..<start + count)) }
-    return (count, 0)
+    appendSlot(.run(topic: topic, run, start..<run.count))
+    return (run.count - start, 0)
   }
 
   /// How many runs of a topic may stack while the connection takes bytes, before the next is
@@ -135,11 +149,13 @@ public struct OutboundQueue: Sendable {
       let runs = index.runsPerTopic[topic, default: 0]
       return runs < Self.maxStackedRuns && runs == index.perTopic[topic, default: 0]
     }
-    return slots[head...].allSatisfy { slot in
-      guard let entry = slot, entry.topic == topic else { return true }
-      if case .run = entry { return true }
-      return false
+    var runs = 0
+    for slot in slots[head...] {
+      guard let entry = slot, entry.topic == topic else { continue }
+      guard case .run = entry else { return false }
+      runs += 1
     }
+    return runs < Self.maxStackedRuns
   }
 
   /// ``append(_:from:topic:whileFewerThan:)`` change by change, each replacing a queued
@@ -157,8 +173,11 @@ public struct OutboundQueue: Sendable {
   }
 
   /// Replaces the queued runs of `topic` by their changes, one entry each, so that newer
-  /// versions can replace them; a change whose card has a later change queued (runs stacked
-  /// while the subscriber kept up) is dropped. Returns how many were dropped.
+  /// versions can replace them: the topic's entries move to the back of the queue, in order
+  /// (the order between topics is free), runs spelled out, and a change whose card has a later
+  /// change of the topic queued (runs stacked while the subscriber kept up) dropped. Costs a
+  /// look at each slot and a move of the topic's entries, not a rebuilt queue. Returns how
+  /// many changes were dropped.
   @discardableResult
   private mutating func spellOutRuns(of topic: String) -> Int {
     guard runCount > 0 else { return 0 }
@@ -166,43 +185,34 @@ public struct OutboundQueue: Sendable {
     // whether the topic has runs without a scan.
     if index == nil, slots.count - head > Self.scanLimit { index = Index(slots, from: head) }
     if let index, index.runsPerTopic[topic, default: 0] == 0 { return 0 }
-    var spelledOut: [Entry?] = []
-    spelledOut.reserveCapacity(changeCount + entryCount)
-    var runs = 0
-    for slot in slots[head...] {
-      guard let entry = slot else { continue }
-      guard case .run(topic, let run, let range) = entry else {
-        spelledOut.append(entry)
-        continue
+    var moved: [Entry] = []
+    var hasRun = false
+    for position in head..<slots.count {
+      guard let entry = slots[position], entry.topic == topic else { continue }
+      switch entry {
+      case .run(_, let run, let range):
+        hasRun = true
+        for index in range { moved.append(.change(topic: topic, run.changes[index])) }
+      default: moved.append(entry)
       }
-      for position in range { spelledOut.append(.change(topic: topic, run.changes[position])) }
-      runs += 1
-      runCount -= 1
-      entryCount += range.count - 1
     }
-    let dropped = runs > 0 ? Self.dropSuperseded(of: topic, in: &spelledOut) : 0
-    entryCount -= dropped
-    changeCount -= dropped
-    coalescedCount += dropped
-    slots = spelledOut
-    head = 0
-    if index != nil { index = Index(slots, from: 0) }
-    return dropped
-  }
-
-  /// Removes from `entries` each change of `topic` whose card has a later change there;
-  /// returns how many.
-  private static func dropSuperseded(of topic: String, in entries: inout [Entry?]) -> Int {
+    guard hasRun else { return 0 }
+    for position in head..<slots.count where slots[position]?.topic == topic { remove(at: position) }
     var latest: [String: Int] = [:]
-    for (position, entry) in entries.enumerated() {
-      if case .change(topic, let change)? = entry { latest[change.cardID] = position }
+    for (position, entry) in moved.enumerated() {
+      if case .change(_, let change) = entry { latest[change.cardID] = position }
     }
-    let before = entries.count
-    entries = entries.enumerated().filter { position, entry in
-      guard case .change(topic, let change)? = entry else { return true }
-      return latest[change.cardID] == position
-    }.map(\.element)
-    return before - entries.count
+    var dropped = 0
+    for (position, entry) in moved.enumerated() {
+      if case .change(_, let change) = entry, latest[change.cardID] != position {
+        dropped += 1
+      } else {
+        appendSlot(entry)
+      }
+    }
+    coalescedCount += dropped
+    compactIfSparse()
+    return dropped
   }
 
   /// Queues `change`, replacing a queued change of its card; whether it replaced one.
@@ -235,7 +245,7 @@ public struct OutboundQueue: Sendable {
   /// Queues a snapshot of its topic.
   public mutating func append(snapshot: EncodedTopicUpdate) {
     reserveIfEmpty()
-    appendSlot(.snapshot(snapshot))
+    appendSlot(.snapshot(snapshot, from: 0))
   }
 
   /// Drops everything queued for `topic` (it will be replaced by a snapshot).
@@ -270,23 +280,19 @@ public struct OutboundQueue: Sendable {
         continue
       }
       switch entry {
-      case .snapshot(var update):
-        var (part, partBytes) = (0, 0)
-        while part < update.changes.count, part == 0 || partBytes < Self.maxTakeBytes {
-          partBytes += Self.size(of: update.changes[part])
-          part += 1
+      case .snapshot(let update, let from):
+        var (end, partBytes) = (from, 0)
+        while end < update.changes.count, end == from || partBytes < Self.maxTakeBytes {
+          partBytes += Self.size(of: update.changes[end])
+          end += 1
         }
-        remove(at: head)
-        if part < update.changes.count {
-          let rest = EncodedChangeRun(Array(update.changes[part...]))
-          fill(head, with: .run(topic: update.topic, rest, 0..<rest.count))
-          update.changes.removeSubrange(part...)
-          update.throughOffset = update.changes[part - 1].offset ?? update.throughOffset
+        if end < update.changes.count {
+          slots[head] = .snapshot(update, from: end)  // a snapshot counts no changes: nothing to recount
         } else {
-          head += 1
+          removeFront()
         }
-        openUpdates.append(AssembledTopicUpdate(update), to: &updates)
-        taken += max(1, part)
+        openUpdates.append(AssembledTopicUpdate(Self.part(of: update, from: from, to: end)), to: &updates)
+        taken += max(1, end - from)
         bytes += partBytes
       case .change(let topic, let change):
         removeFront()
@@ -308,6 +314,21 @@ public struct OutboundQueue: Sendable {
     }
     compactIfSparse()
     return updates
+  }
+
+  /// The part of `snapshot` with its changes `from..<end`: the whole snapshot; or its first
+  /// part, still a snapshot, positioned at its last card; or a later part, plain changes (the
+  /// taker positions it, as any update of changes).
+  private static func part(of snapshot: EncodedTopicUpdate, from: Int, to end: Int) -> EncodedTopicUpdate {
+    guard from > 0 || end < snapshot.changes.count else { return snapshot }
+    var part = snapshot
+    part.changes = Array(snapshot.changes[from..<end])
+    if from > 0 {
+      part.snapshot = nil
+    } else if let last = part.changes.last?.offset {
+      part.throughOffset = last
+    }
+    return part
   }
 
   /// Removes the entry at the front.

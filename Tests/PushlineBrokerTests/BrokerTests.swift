@@ -65,6 +65,38 @@ struct BrokerTests {
     #expect(rest.flatMap(\.changes).map(\.cardID) == parts.dropFirst().flatMap(\.changes).map(\.cardID))
   }
 
+  /// The rest of a snapshot sent in parts does not count toward the queue's bound (a snapshot
+  /// does not): commits arriving meanwhile queue behind it, and the subscriber gets every
+  /// card, not the first part again and again.
+  @Test func theRestOfASnapshotInPartsDoesNotCountTowardTheBound() async throws {
+    let broker = try await makeBroker { $0.maxQueuedChangesPerSubscription = 10 }
+    for batch in 0..<4 { try await broker.publish("t", (1...10).map { titled("c\(batch * 10 + $0)", bytes: 60_000) }) }
+    let subscription = try broker.subscribe("t")
+    var replica = TopicReplica()
+    for round in 0..<3 {
+      for update in try await broker.nextUpdates(for: subscription) { replica.apply(update) }
+      try await broker.publish("t", [card("x", round)])
+      #expect(subscription.topicsNeedingSnapshot.isEmpty)
+    }
+    while let more = try subscription.takeReadyFromTheWire(maxChanges: 512, nowMillis: clock.now), !more.isEmpty {
+      for update in more { replica.apply(update) }
+    }
+    #expect(replica.violations.isEmpty && replica.cards.count == 41 && replica.cards["x"] == card("x", 2))
+  }
+
+  /// A subscriber whose connection takes bytes is not sent a snapshot for two commits of the
+  /// same cards that fit its bound once merged.
+  @Test func stackedVersionsThatFitMergedDoNotOverflow() async throws {
+    let broker = try await makeBroker { $0.maxQueuedChangesPerSubscription = 10 }
+    let subscription = try broker.subscribe("t")
+    _ = try subscription.takeReadyFromTheWire(maxChanges: 512, nowMillis: clock.now)
+    subscription.connectionWritabilityChanged(true)
+    try await broker.publish("t", (0..<6).map { card("c\($0)", 1) })
+    try await broker.publish("t", (0..<6).map { card("c\($0)", 2) })
+    #expect(subscription.topicsNeedingSnapshot.isEmpty)
+    #expect(try ready(subscription).flatMap(\.changes).map(\.card) == (0..<6).map { card("c\($0)", 2) })
+  }
+
   @Test func resumeIsServedCompactedFromTheCardTable() async throws {
     let broker = try await makeBroker()
     let start = try await broker.publish("t", [card("a", 1), card("b", 1), card("c", 1)])

@@ -78,20 +78,25 @@ struct OutboundQueueTests {
     try Self.checkAgainstAList(seed: seed, steps: 4_000, cards: 3_000, dropsPerMille: 1, takesPerMille: 40)
   }
 
-  /// The model of spelling out `topic`'s runs: their changes are queued one by one, and those
-  /// whose card has a later change of the topic go; how many went.
+  /// The model of spelling out `topic`'s runs: the topic's entries move to the back, in
+  /// order, its changes one by one, and those whose card has a later change of the topic go;
+  /// how many went.
   static func spellOut(_ topic: String, in model: inout [Queued]) -> Int {
     guard model.contains(where: { if case .change(topic, _, _?) = $0 { true } else { false } }) else { return 0 }
+    let moved = model.filter { Self.topic(of: $0) == topic }
+    model.removeAll { Self.topic(of: $0) == topic }
     var latest: [String: Int] = [:]
-    for (position, entry) in model.enumerated() {
-      if case .change(topic, let change, _) = entry { latest[change.cardID] = position }
+    for (position, entry) in moved.enumerated() {
+      if case .change(_, let change, _) = entry { latest[change.cardID] = position }
     }
-    let before = model.count
-    model = model.enumerated().compactMap { position, entry in
-      guard case .change(topic, let change, _) = entry else { return entry }
-      return latest[change.cardID] == position ? .change(topic: topic, change) : nil
+    for (position, entry) in moved.enumerated() {
+      guard case .change(_, let change, _) = entry else {
+        model.append(entry)
+        continue
+      }
+      if latest[change.cardID] == position { model.append(.change(topic: topic, change)) }
     }
-    return before - model.count
+    return moved.count - model.count(where: { Self.topic(of: $0) == topic })
   }
 
   /// Runs `steps` random steps — snapshots (5 %), drops of a topic and takes at the rates
@@ -142,10 +147,16 @@ struct OutboundQueueTests {
         let runs = Set(ofTopic.compactMap { if case .change(_, _, let run?) = $0 { run } else { nil } })
         let onlyRuns = ofTopic.allSatisfy { if case .change(_, _, _?) = $0 { true } else { false } }
         let stacking = random.next() % 2 == 0
+        let room = max(0, bound - queuedChanges)
         var (appended, coalesced) = (0, 0)
-        if ofTopic.isEmpty || (stacking && onlyRuns && runs.count < OutboundQueue.maxStackedRuns) {
-          appended = min(changes.count - start, max(0, bound - queuedChanges))
-          for change in changes[start..<start + appended] { model.append(.change(topic: topic, change, run: offset)) }
+        if ofTopic.isEmpty {
+          // A run, unless the subscriber has fallen behind: then change by change.
+          let run = stacking || model.isEmpty ? offset : nil
+          appended = min(changes.count - start, room)
+          for change in changes[start..<start + appended] { model.append(.change(topic: topic, change, run: run)) }
+        } else if stacking, changes.count - start <= room, onlyRuns, runs.count < OutboundQueue.maxStackedRuns {
+          appended = changes.count - start
+          for change in changes[start...] { model.append(.change(topic: topic, change, run: offset)) }
         } else {
           coalesced = Self.spellOut(topic, in: &model)
           for change in changes[start...] {
@@ -213,6 +224,30 @@ struct OutboundQueueTests {
     #expect(parts.dropFirst().allSatisfy { !$0.isSnapshot })
     #expect(parts.flatMap(\.changes) == snapshot.changes)
     #expect(parts.allSatisfy { $0.changes.reduce(0) { $0 + ($1.card?.encodedSize() ?? 0) } < OutboundQueue.maxTakeBytes + 61_000 })
+  }
+
+  /// While the connection takes bytes a commit's run stacks on the topic's runs only if it
+  /// fits whole under the bound; otherwise it is merged into them, where it may fit.
+  @Test func aStackedRunThatWouldNotFitIsMergedInstead() {
+    func run(_ base: Int) -> EncodedChangeRun {
+      EncodedChangeRun((0..<6).map { EncodedCardChange(upserting: EncodedCard(card("c\($0)", base + $0)), offset: Int64(base + $0)) })
+    }
+    var queue = OutboundQueue()
+    #expect(queue.append(run(1), from: 0, topic: "t", whileFewerThan: 10, stacking: true) == (6, 0))
+    #expect(queue.append(run(7), from: 0, topic: "t", whileFewerThan: 10, stacking: true) == (6, 6))
+    #expect(queue.changeCount == 6)
+  }
+
+  /// At most ``OutboundQueue/maxStackedRuns`` runs of a topic stack; the next merges them.
+  @Test func atMostSixteenRunsOfATopicStack() {
+    var queue = OutboundQueue()
+    for step in 0..<OutboundQueue.maxStackedRuns {
+      let change = EncodedCardChange(upserting: EncodedCard(card("c", step)), offset: Int64(step + 1))
+      #expect(queue.append(EncodedChangeRun([change]), from: 0, topic: "t", whileFewerThan: .max, stacking: true) == (1, 0))
+    }
+    let last = EncodedCardChange(upserting: EncodedCard(card("c", 99)), offset: 99)
+    #expect(queue.append(EncodedChangeRun([last]), from: 0, topic: "t", whileFewerThan: .max, stacking: true) == (1, 16))
+    #expect(queue.changeCount == 1)
   }
 
   /// A run queued by two subscribers reaches each whole, however each takes it; a newer
