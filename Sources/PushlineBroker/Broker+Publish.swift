@@ -195,6 +195,7 @@ extension Broker {
         code: .unavailable, message: "the publish could not be stored: \(error)", retryAfterMillis: 1000)
       let failed = intake.withLock { intake in
         defer { intake.committing = [] }
+        intake.failedPrunes += batch.prunes
         return intake.committing
       }
       for publish in failed { publish.fail(failure) }
@@ -213,12 +214,17 @@ extension Broker {
         intake.isCommitting = false
         return nil
       }
+      var prunes = intake.pendingPrunes
+      if !intake.pending.isEmpty {
+        prunes += intake.failedPrunes
+        intake.failedPrunes = []
+      }
       defer {
         intake.pending = []
         intake.pendingPrunes = []
       }
       intake.committing = intake.pending
-      return (intake.pending, intake.pendingPrunes, now - intake.lastRecordCleanupMillis >= window / 10)
+      return (intake.pending, prunes, now - intake.lastRecordCleanupMillis >= window / 10)
     }
     guard let (publishes, prunes, forgets) = taken else { return nil }
     var batch = StorageBatch()

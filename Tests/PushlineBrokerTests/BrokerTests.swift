@@ -412,6 +412,28 @@ struct BrokerTests {
     #expect(after.firstOffset == 3)
   }
 
+  /// The tombstone prunes of a commit that failed go with the next publish's commit, to any
+  /// topic: the floor of a topic that is not published to again still rises.
+  @Test func prunesOfAFailedCommitGoWithTheNextPublish() async throws {
+    let storage = CountingStorage()
+    let broker = try await Broker(
+      storage: storage, configuration: BrokerConfiguration(maxTombstonesPerTopic: 0, nowMillis: clock.function))
+    let cards = (0..<17).map { card("c\($0)", 1) }
+    try await broker.publish("t", cards)
+    storage.holdCommits()
+    let removal = Task { try await broker.publish("t", [], removing: cards.map(\.cardID)) }
+    while storage.heldCount < 1 { await Task.yield() }
+    // The removals commit; their prune, computed then, fails in the commit after.
+    storage.failing.withLock { $0 = true }
+    storage.release()
+    while storage.failures.withLock({ $0 }) < 1 { await Task.yield() }
+    storage.failing.withLock { $0 = false }
+    #expect(try await removal.value.lastOffset == 34)
+    #expect(broker.state.withLock { $0.topics["t"]!.floorOffset } == 0)
+    try await broker.publish("u", [card("a", 1)])
+    #expect(broker.state.withLock { $0.topics["t"]!.floorOffset } == 34)
+  }
+
   @Test(arguments: [
     (PublishRequest(topic: "bad topic", changes: [CardChange(upserting: card("a", 1))]), StatusCode.invalidArgument),
     (PublishRequest(topic: "t", changes: []), .invalidArgument),

@@ -7,6 +7,8 @@ final class CountingStorage: BrokerStorage {
   let inner = InMemoryBrokerStorage()
   let commits = Mutex(0)
   let failing = Mutex(false)
+  /// How many commits failed because of ``failing``.
+  let failures = Mutex(0)
   /// The commits waiting for ``release()``, while commits are held.
   let held = Mutex<[CheckedContinuation<Void, Never>]?>(nil)
 
@@ -32,7 +34,10 @@ final class CountingStorage: BrokerStorage {
   }
 
   func commit(_ batch: StorageBatch) async throws {
-    if failing.withLock({ $0 }) { throw Failure() }
+    if failing.withLock({ $0 }) {
+      failures.withLock { $0 += 1 }
+      throw Failure()
+    }
     await withCheckedContinuation { commit in
       let waits = held.withLock { held in
         guard held != nil else { return false }
