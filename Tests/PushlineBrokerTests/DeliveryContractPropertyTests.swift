@@ -43,24 +43,8 @@ struct DeliveryContractPropertyTests {
     for _ in 0..<300 {
       switch random.next() % 10 {
       case 0...4:  // publish a few changes
-        var upserts: [TrackerCard] = []
-        var removals: [String] = []
-        var ids = Set<String>()
-        for _ in 0..<(1 + random.next() % 3) {
-          let id = "c\(random.next() % (large ? 24 : 12))"
-          guard ids.insert(id).inserted else { continue }
-          version += 1
-          if random.next() % 4 == 0 {
-            removals.append(id)
-            truth[id] = nil
-          } else {
-            var upsert = large ? titled(id, bytes: 60_000) : card(id, version)
-            upsert.lastUpdatedAt = Int64(version)
-            upserts.append(upsert)
-            truth[id] = upsert
-          }
-        }
-        try await broker.publish("t", upserts, removing: removals)
+        let changes = randomChanges(&random, cardCount: large ? 24 : 12, large: large, version: &version, truth: &truth)
+        try await broker.publish("t", changes.upserts, removing: changes.removals)
       case 5...7:  // read a bite, the connection taking bytes or not
         subscription.connectionWritabilityChanged(random.next() % 2 == 0)
         let limit = Int(1 + random.next() % 4)
@@ -100,17 +84,10 @@ struct DeliveryContractPropertyTests {
     for _ in 0..<60 {
       switch random.next() % 6 {
       case 0...2:  // a burst of 3–6 publishes; all but the first share one commit
-        var bursts: [(upserts: [TrackerCard], removals: [String])] = []
-        for _ in 0..<(3 + random.next() % 4) {
-          var publish: (upserts: [TrackerCard], removals: [String]) = ([], [])
-          var ids = Set<String>()
-          for _ in 0..<(1 + random.next() % 3) {
-            let id = "c\(random.next() % 6)"
-            guard ids.insert(id).inserted else { continue }
-            version += 1
-            if random.next() % 4 == 0 { publish.removals.append(id) } else { publish.upserts.append(card(id, version)) }
-          }
-          bursts.append(publish)
+        // (The publishers' state follows their offsets, known once they are committed.)
+        var unordered: [String: TrackerCard] = [:]
+        let bursts = (0..<(3 + random.next() % 4)).map { _ in
+          randomChanges(&random, cardCount: 6, large: false, version: &version, truth: &unordered)
         }
         storage.holdCommits()
         let offsets = try await withThrowingTaskGroup(of: (Int, Int64).self) { group in

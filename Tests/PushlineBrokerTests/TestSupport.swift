@@ -62,6 +62,31 @@ func readOffTheWire(_ update: AssembledTopicUpdate) throws -> EncodedTopicUpdate
   return try EncodedTopicUpdate(serializedBytes: bytes)
 }
 
+/// A random publish's changes, applied to `truth`: one to three distinct cards among
+/// `cardCount` (`c0`…), each removed one time in four and otherwise upserted at the next
+/// `version` — a card of 60 KB when `large`.
+func randomChanges(
+  _ random: inout SplitMix64, cardCount: UInt64, large: Bool, version: inout Int, truth: inout [String: TrackerCard]
+) -> (upserts: [TrackerCard], removals: [String]) {
+  var changes: (upserts: [TrackerCard], removals: [String]) = ([], [])
+  var ids = Set<String>()
+  for _ in 0..<(1 + random.next() % 3) {
+    let id = "c\(random.next() % cardCount)"
+    guard ids.insert(id).inserted else { continue }
+    version += 1
+    if random.next() % 4 == 0 {
+      changes.removals.append(id)
+      truth[id] = nil
+    } else {
+      var upsert = large ? titled(id, bytes: 60_000) : card(id, version)
+      upsert.lastUpdatedAt = Int64(version)
+      changes.upserts.append(upsert)
+      truth[id] = upsert
+    }
+  }
+  return changes
+}
+
 func card(_ id: String, _ version: Int, expiresAt: Int64? = nil) -> TrackerCard {
   var card = TrackerCard(cardID: id, priority: Double(version), isValid: true)
   card.lastUpdatedAt = Int64(version)
