@@ -192,7 +192,7 @@ public struct OutboundQueue: Sendable {
       switch entry {
       case .run(_, let run, let range):
         hasRun = true
-        for index in range { moved.append(.change(topic: topic, run.changes[index])) }
+        for change in run.changes[range] { moved.append(.change(topic: topic, change)) }
       default: moved.append(entry)
       }
     }
@@ -227,19 +227,13 @@ public struct OutboundQueue: Sendable {
     return coalesced
   }
 
-  /// Adds `entry` at the back.
+  /// Adds `entry` at the back, and counts it.
   private mutating func appendSlot(_ entry: Entry) {
-    slots.append(nil)
-    fill(slots.count - 1, with: entry)
-  }
-
-  /// Puts `entry` in the empty slot at `position`, and counts it.
-  private mutating func fill(_ position: Int, with entry: Entry) {
-    slots[position] = entry
+    slots.append(entry)
     changeCount += entry.changeCount
     if case .run = entry { runCount += 1 }
     entryCount += 1
-    index?.record(entry, at: position)
+    index?.record(entry, at: slots.count - 1)
   }
 
   /// Queues a snapshot of its topic.
@@ -266,9 +260,9 @@ public struct OutboundQueue: Sendable {
   /// A snapshot with more than about ``maxTakeBytes`` of cards goes in parts, so that a topic
   /// of many or large cards never outgrows a message: the first part, of about that many
   /// bytes, is the snapshot, positioned at its last card (its cards are in offset order); the
-  /// rest stays at the front as a run of changes, taken as any run is. A client that applied
-  /// the first part holds every card up to its position, and resuming from there brings the
-  /// rest, since each has a higher offset.
+  /// rest stays at the front, still counting nothing toward the bound, and goes in later takes
+  /// as plain changes. A client that applied the first part holds every card up to its
+  /// position, and resuming from there brings the rest, since each has a higher offset.
   public mutating func take(limit: Int, epoch: (String) -> Int64) -> [AssembledTopicUpdate] {
     var updates: [AssembledTopicUpdate] = []
     var openUpdates = OpenUpdates()
