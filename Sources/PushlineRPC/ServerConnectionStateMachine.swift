@@ -200,6 +200,30 @@ public struct ServerConnectionStateMachine: Sendable {
     if case .closed = state { true } else { false }
   }
 
+  /// Whether the client's preface and handshake have yet to arrive.
+  public var awaitsHandshake: Bool {
+    switch state {
+    case .awaitingPreface, .awaitingHello: true
+    case .open, .updating, .closed: false
+    }
+  }
+
+  /// The client did not complete its handshake within `timeout` (the server's handshake
+  /// deadline): unless it has meanwhile, a GOAWAY and close — the refusal's GOAWAY on a
+  /// connection refused past the accept rate, so that its client still learns when to come
+  /// back; UNAVAILABLE otherwise. Without a deadline, a peer sending nothing but frames of
+  /// unknown kinds (which the handshake skips) would hold a connection, a refused one
+  /// included, for as long as it liked.
+  public mutating func handshakeTimedOut(after timeout: Duration) -> [Action] {
+    switch state {
+    case .awaitingPreface(let refusal), .awaitingHello(let refusal):
+      if let refusal { return refuse(refusal) }
+      return violation(.unavailable, "no handshake within \(timeout.milliseconds) ms", sendPreface: true)
+    case .open, .updating, .closed:
+      return []
+    }
+  }
+
   // MARK: Input from the peer
 
   /// Handles a preface or frame from the peer; `serverTimeMillis` goes into the handshake (and is
@@ -269,16 +293,7 @@ public struct ServerConnectionStateMachine: Sendable {
   }
 
   private mutating func handshake(_ frame: Frame, refusal: RPCError?, serverTimeMillis: Int64) -> [Action] {
-    if let refusal {
-      state = .closed
-      var goAway = GoAway(lastCallID: 0)
-      goAway.code = refusal.code.rawValue
-      goAway.message = refusal.message
-      goAway.retryAfterMillis = refusal.retryAfterMillis
-      return [
-        .close(after: [.preface(ConnectionPreface()), .frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes()))])
-      ]
-    }
+    if let refusal { return refuse(refusal) }
     // Held for the connection's life (its token and metadata), so bounded before anything.
     guard frame.payload.count <= Self.maxClientHelloSize else {
       return violation(
@@ -431,6 +446,17 @@ public struct ServerConnectionStateMachine: Sendable {
   }
 
   /// Ends a call the client broke the rules of, with `code`; the connection carries on.
+  /// Answers the handshake of a connection refused past the accept rate: the preface, then a
+  /// GOAWAY with the refusal's status and retry-after hint; then closes.
+  private mutating func refuse(_ refusal: RPCError) -> [Action] {
+    state = .closed
+    var goAway = GoAway(lastCallID: 0)
+    goAway.code = refusal.code.rawValue
+    goAway.message = refusal.message
+    goAway.retryAfterMillis = refusal.retryAfterMillis
+    return [.close(after: [.preface(ConnectionPreface()), .frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes()))])]
+  }
+
   private mutating func refuse(_ callID: UInt32, _ code: StatusCode, _ message: String, open: inout Open) -> [Action] {
     open.removeCall(callID)
     return [.cancelCall(callID: callID), .write([Self.status(callID, code, message)])] + closeIfDrained(open, after: [])

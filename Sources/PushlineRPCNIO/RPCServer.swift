@@ -28,6 +28,9 @@ public struct RPCServer: Sendable {
     /// a frame and stop. Longer than the keepalive interval announced to clients, so that a
     /// live client's pings always arrive in time.
     public var idleTimeout: Duration
+    /// How long a new connection has for its preface and handshake before a GOAWAY closes it
+    /// (a refused connection's says when to come back), however much else the peer sends.
+    public var handshakeTimeout: Duration
     /// On shutdown, how long calls in progress may still run after their connection's GOAWAY
     /// before they are cancelled.
     public var gracePeriod: Duration
@@ -47,13 +50,14 @@ public struct RPCServer: Sendable {
     /// A configuration listening on `host`:`port`.
     public init(
       host: String = "127.0.0.1", port: Int = 7400, connection: ServerConnectionStateMachine.Configuration = .init(),
-      idleTimeout: Duration = .seconds(75), gracePeriod: Duration = .seconds(10), lameDuckPeriod: Duration = .zero,
-      maxConnectionsPerSecond: Int = 0, metrics: any MetricsFactory = MetricsSystem.factory
+      idleTimeout: Duration = .seconds(75), handshakeTimeout: Duration = .seconds(10), gracePeriod: Duration = .seconds(10),
+      lameDuckPeriod: Duration = .zero, maxConnectionsPerSecond: Int = 0, metrics: any MetricsFactory = MetricsSystem.factory
     ) {
       self.host = host
       self.port = port
       self.connection = connection
       self.idleTimeout = idleTimeout
+      self.handshakeTimeout = handshakeTimeout
       self.gracePeriod = gracePeriod
       self.lameDuckPeriod = lameDuckPeriod
       self.maxConnectionsPerSecond = maxConnectionsPerSecond
@@ -134,7 +138,8 @@ public struct RPCServer: Sendable {
             IdleConnectionHandler(readTimeout: TimeAmount(configuration.idleTimeout)),
             ServerConnectionHandler(
               router: router, configuration: configuration.connection, gracePeriod: TimeAmount(configuration.gracePeriod),
-              refusal: refusal, pumps: pumps[ObjectIdentifier(channel.eventLoop)]),
+              handshakeTimeout: TimeAmount(configuration.handshakeTimeout), refusal: refusal,
+              pumps: pumps[ObjectIdentifier(channel.eventLoop)]),
           ])
           registry.register(channel, isRefused: refusal != nil)
         }

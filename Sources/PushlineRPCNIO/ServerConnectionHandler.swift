@@ -113,6 +113,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private var inbox: AnswerInbox?
   private var pumps: PumpScheduler?
   private var graceTimer: Scheduled<Void>?
+  /// How long the client has for its preface and handshake; `nil` for as long as it likes.
+  private let handshakeTimeout: TimeAmount?
+  /// Pending until the handshake arrives (a callback, not a task: nothing allocated per
+  /// connection).
+  private var handshakeDeadline: NIOScheduledCallback?
   /// Set once the shutdown's GOAWAY is sent.
   private var isGoingAway = false
   /// The channel's writability as its last change said (NIO reports each change on the loop,
@@ -127,11 +132,13 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// progress get `gracePeriod` to finish. With a `refusal`, it answers the handshake with a
   /// GOAWAY carrying it and closes (see ``ServerConnectionStateMachine/init(configuration:refusal:)``).
   /// Its streams' pulls run through `pumps`, shared by the connections of its event loop (one
-  /// of its own when `nil`).
+  /// of its own when `nil`). A client whose handshake has not arrived `handshakeTimeout` after
+  /// the handler is added gets a GOAWAY, and the connection closes.
   init(
     router: RPCRouter, configuration: ServerConnectionStateMachine.Configuration, gracePeriod: TimeAmount,
-    refusal: RPCError? = nil, pumps: PumpScheduler? = nil
+    handshakeTimeout: TimeAmount? = nil, refusal: RPCError? = nil, pumps: PumpScheduler? = nil
   ) {
+    self.handshakeTimeout = handshakeTimeout
     var configuration = configuration
     configuration.pipelinedMethods = router.pipelinedMethods
     machine = ServerConnectionStateMachine(configuration: configuration, refusal: refusal)
@@ -174,6 +181,20 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     output = FlushCoalescer(context: context)
     executor = EventLoopTaskExecutor(context.eventLoop)
     if pumps == nil { pumps = PumpScheduler.pumps(on: context.eventLoop) }
+    if let handshakeTimeout {
+      handshakeDeadline = try? context.eventLoop.assumeIsolated().scheduleCallback(in: handshakeTimeout, handler: HandshakeDeadline(handler: self))
+    }
+  }
+
+  /// The handshake deadline's callback.
+  private struct HandshakeDeadline: NIOScheduledCallbackHandler {
+    let handler: ServerConnectionHandler
+
+    func handleScheduledCallback(eventLoop: some EventLoop) {
+      guard handler.context != nil, let timeout = handler.handshakeTimeout else { return }
+      handler.handshakeDeadline = nil
+      handler.execute(handler.machine.handshakeTimedOut(after: .nanoseconds(timeout.nanoseconds)))
+    }
   }
 
   func handlerRemoved(context: ChannelHandlerContext) {
@@ -186,6 +207,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     var actions = burstActions
     burstActions = []  // taken while in use: a reentrant read would start an array of its own
     machine.received(element, serverTimeMillis: WallClock.systemMillis(), into: &actions)
+    if handshakeDeadline != nil, !machine.awaitsHandshake {
+      handshakeDeadline?.cancel()
+      handshakeDeadline = nil
+    }
     execute(actions)
     actions.removeAll(keepingCapacity: true)
     burstActions = actions
@@ -576,6 +601,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     output = nil
     inbox = nil  // it holds the handler: answers still on their way find the call gone
     graceTimer?.cancel()
+    handshakeDeadline?.cancel()
+    handshakeDeadline = nil
     let ended = calls
     calls = [:]
     deferredStarts = nil

@@ -97,7 +97,8 @@ struct ServerConnectionHandlerTests {
   /// later (its requests and completions go to `held`) and a pumped stream of what `feed` is
   /// sent, past its handshake; `written` counts the responses the stream's handler has written.
   static func channel(
-    written: WriteCount? = nil, held: HeldCalls? = nil, feed: Feed? = nil, gate: Gate? = nil, compressions: [Compression] = []
+    written: WriteCount? = nil, held: HeldCalls? = nil, feed: Feed? = nil, gate: Gate? = nil, compressions: [Compression] = [],
+    handshakeTimeout: TimeAmount? = nil
   ) throws -> (EmbeddedChannel, FlushCounter) {
     var router = RPCRouter()
     router.registerUnary(gated, request: MetadataEntry.self, response: MetadataEntry.self) { request, _ in
@@ -121,7 +122,8 @@ struct ServerConnectionHandlerTests {
     let channel = EmbeddedChannel()
     let counter = FlushCounter()
     try channel.pipeline.syncOperations.addHandlers([
-      counter, ServerConnectionHandler(router: router, configuration: .init(), gracePeriod: .seconds(10)),
+      counter,
+      ServerConnectionHandler(router: router, configuration: .init(), gracePeriod: .seconds(10), handshakeTimeout: handshakeTimeout),
     ])
     try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
     try channel.writeInbound(ConnectionElement.preface(ConnectionPreface()))
@@ -385,5 +387,39 @@ struct ServerConnectionHandlerTests {
     #expect(channel.isActive)
     channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
     #expect(!channel.isActive)
+  }
+
+  /// A peer that sends its preface and then only frames of a kind the handshake skips gets a
+  /// GOAWAY UNAVAILABLE at the handshake deadline, and the connection closes; on a connection
+  /// refused past the accept rate, the GOAWAY is the refusal's, with its retry-after hint.
+  @Test(arguments: [nil, RPCError(code: .unavailable, message: "too many clients", retryAfterMillis: 1234)])
+  func noHandshakeByTheDeadlineClosesTheConnection(refusal: RPCError?) throws {
+    let channel = EmbeddedChannel()
+    try channel.pipeline.syncOperations.addHandler(
+      ServerConnectionHandler(
+        router: RPCRouter(), configuration: .init(), gracePeriod: .seconds(10), handshakeTimeout: .seconds(10), refusal: refusal))
+    try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
+    try channel.writeInbound(ConnectionElement.preface(ConnectionPreface()))
+    for _ in 0..<3 {
+      channel.embeddedEventLoop.advanceTime(by: .seconds(3))
+      try channel.writeInbound(ConnectionElement.frame(Frame(kind: FrameKind(rawValue: 0x7E), callID: 0, payload: [1])))
+    }
+    #expect(try channel.readOutbound(as: ConnectionElement.self) == nil)
+    channel.embeddedEventLoop.advanceTime(by: .seconds(1))
+    #expect(try channel.readOutbound(as: ConnectionElement.self) == .preface(ConnectionPreface()))
+    let goAway = try GoAway(serializedBytes: try #require(Self.readFrames(channel).first { $0.kind == .goAway }).payload)
+    #expect(goAway.code == StatusCode.unavailable.rawValue)
+    #expect(goAway.retryAfterMillis == refusal?.retryAfterMillis)
+    #expect(goAway.message == refusal?.message ?? "no handshake within 10000 ms")
+    channel.embeddedEventLoop.advanceTime(by: FlushCoalescer.lingering)
+    #expect(!channel.isActive)
+  }
+
+  /// A client that completed its handshake is not touched by the deadline.
+  @Test func aHandshakeInTimeOutlivesTheDeadline() throws {
+    let (channel, _) = try Self.channel(handshakeTimeout: .seconds(10))
+    channel.embeddedEventLoop.advanceTime(by: .seconds(60))
+    #expect(channel.isActive)
+    #expect(try channel.readOutbound(as: ConnectionElement.self) == nil)
   }
 }
