@@ -113,11 +113,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private var inbox: AnswerInbox?
   private var pumps: PumpScheduler?
   private var graceTimer: Scheduled<Void>?
-  /// How long the client has for its preface and handshake; `nil` for as long as it likes.
-  private let handshakeTimeout: TimeAmount?
   /// Pending until the handshake arrives (a callback, not a task: nothing allocated per
-  /// connection).
-  private var handshakeDeadline: NIOScheduledCallback?
+  /// connection). Before the handler is added, how long the client has for it, if set.
+  private var handshakeDeadline: HandshakeDeadline.State
   /// Set once the shutdown's GOAWAY is sent.
   private var isGoingAway = false
   /// The channel's writability as its last change said (NIO reports each change on the loop,
@@ -138,7 +136,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     router: RPCRouter, configuration: ServerConnectionStateMachine.Configuration, gracePeriod: TimeAmount,
     handshakeTimeout: TimeAmount? = nil, refusal: RPCError? = nil, pumps: PumpScheduler? = nil
   ) {
-    self.handshakeTimeout = handshakeTimeout
+    handshakeDeadline = handshakeTimeout.map(HandshakeDeadline.State.due) ?? .none
     var configuration = configuration
     configuration.pipelinedMethods = router.pipelinedMethods
     machine = ServerConnectionStateMachine(configuration: configuration, refusal: refusal)
@@ -181,18 +179,34 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     output = FlushCoalescer(context: context)
     executor = EventLoopTaskExecutor(context.eventLoop)
     if pumps == nil { pumps = PumpScheduler.pumps(on: context.eventLoop) }
-    if let handshakeTimeout {
-      handshakeDeadline = try? context.eventLoop.assumeIsolated().scheduleCallback(in: handshakeTimeout, handler: HandshakeDeadline(handler: self))
+    if case .due(let timeout) = handshakeDeadline {
+      let callback = HandshakeDeadline(handler: self, timeout: timeout)
+      handshakeDeadline = (try? context.eventLoop.assumeIsolated().scheduleCallback(in: timeout, handler: callback)).map(HandshakeDeadline.State.pending) ?? .none
     }
   }
 
   /// The handshake deadline's callback.
   private struct HandshakeDeadline: NIOScheduledCallbackHandler {
+    /// Where a connection's deadline stands.
+    enum State {
+      case none
+      /// Set, to start when the handler is added.
+      case due(TimeAmount)
+      case pending(NIOScheduledCallback)
+
+      /// Cancels a pending deadline.
+      mutating func cancel() {
+        if case .pending(let callback) = self { callback.cancel() }
+        self = .none
+      }
+    }
+
     let handler: ServerConnectionHandler
+    let timeout: TimeAmount
 
     func handleScheduledCallback(eventLoop: some EventLoop) {
-      guard handler.context != nil, let timeout = handler.handshakeTimeout else { return }
-      handler.handshakeDeadline = nil
+      guard handler.context != nil else { return }
+      handler.handshakeDeadline = .none
       handler.execute(handler.machine.handshakeTimedOut(after: .nanoseconds(timeout.nanoseconds)))
     }
   }
@@ -207,10 +221,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     var actions = burstActions
     burstActions = []  // taken while in use: a reentrant read would start an array of its own
     machine.received(element, serverTimeMillis: WallClock.systemMillis(), into: &actions)
-    if handshakeDeadline != nil, !machine.awaitsHandshake {
-      handshakeDeadline?.cancel()
-      handshakeDeadline = nil
-    }
+    if case .pending = handshakeDeadline, !machine.awaitsHandshake { handshakeDeadline.cancel() }
     execute(actions)
     actions.removeAll(keepingCapacity: true)
     burstActions = actions
@@ -601,8 +612,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     output = nil
     inbox = nil  // it holds the handler: answers still on their way find the call gone
     graceTimer?.cancel()
-    handshakeDeadline?.cancel()
-    handshakeDeadline = nil
+    handshakeDeadline.cancel()
     let ended = calls
     calls = [:]
     deferredStarts = nil
