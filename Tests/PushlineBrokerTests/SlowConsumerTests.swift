@@ -14,11 +14,24 @@ import Testing
 /// exactly the publishers' state.
 @Suite("A slow consumer over loopback")
 struct SlowConsumerTests {
-  /// Collects what the server sends to a connection that reads only when told to.
+  /// Sends `opening` once connected (from the event loop, as a real client sends its
+  /// handshake, so that a busy test process cannot make it late for the server's handshake
+  /// deadline), then collects what the server sends to a connection that reads only when told
+  /// to.
   final class Collector: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
+    let opening: [UInt8]
     let received = Mutex(ByteBuffer())
     let arrivals = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+
+    init(opening: [UInt8]) {
+      self.opening = opening
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+      context.writeAndFlush(NIOAny(ByteBuffer(bytes: opening)), promise: nil)
+      context.fireChannelActive()
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
       var chunk = unwrapInboundIn(data)
@@ -46,11 +59,6 @@ struct SlowConsumerTests {
       let publisherToken = try await harness.token(.publisher, [topic])
 
       // The slow subscriber: raw bytes, reads disabled.
-      let collector = Collector()
-      let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-        .channelOption(.autoRead, value: false)
-        .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collector) } }
-        .connect(host: "127.0.0.1", port: harness.port).get()
       var hello = ClientHello(minVersion: 1, maxVersion: 1)
       hello.authToken = readerToken
       let request = SubscribeRequest(topics: [TopicPosition(topic: topic)])
@@ -58,7 +66,11 @@ struct SlowConsumerTests {
         ConnectionPreface().bytes + Frame(kind: .handshake, callID: 0, payload: hello.serializedBytes()).bytes
         + Frame(kind: .callStart, callID: 1, payload: CallStart(method: BrokerService.subscribeMethod).serializedBytes()).bytes
         + Frame(kind: .message, callID: 1, payload: [0] + request.serializedBytes()).bytes + Frame(kind: .halfClose, callID: 1).bytes
-      try await channel.writeAndFlush(ByteBuffer(bytes: opening)).get()
+      let collector = Collector(opening: opening)
+      let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        .channelOption(.autoRead, value: false)
+        .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collector) } }
+        .connect(host: "127.0.0.1", port: harness.port).get()
       while harness.broker.subscriptionCount < 1 { await Task.yield() }
 
       try await harness.connect(token: readerToken) { fast in
