@@ -66,13 +66,13 @@ struct SQLiteBrokerStorageTests {
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let new = directory + "/new", old = directory + "/old"
     func pageSize(in directory: String) throws -> Int? {
-      try DatabaseQueue(path: directory + "/broker.sqlite").read { try Int.fetchOne($0, sql: "PRAGMA page_size") }
+      try Self.databaseQueue(directory + "/broker.sqlite").read { try Int.fetchOne($0, sql: "PRAGMA page_size") }
     }
     _ = try SQLiteBrokerStorage(directory: new)
     #expect(try pageSize(in: new) == 16384)
 
     try FileManager.default.createDirectory(atPath: old, withIntermediateDirectories: true)
-    try await DatabaseQueue(path: old + "/broker.sqlite").writeWithoutTransaction { db in
+    try await Self.databaseQueue(old + "/broker.sqlite").writeWithoutTransaction { db in
       _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
       try db.execute(sql: "CREATE TABLE earlier (x)")
     }
@@ -80,6 +80,15 @@ struct SQLiteBrokerStorageTests {
     let after = try await Broker(storage: try SQLiteBrokerStorage(directory: old)).cards(in: "t", for: reader)
     #expect(try pageSize(in: old) == 4096)
     #expect(after.epoch == before.epoch && after.changes.map(\.cardID) == ["a"])
+  }
+
+  /// The test's own connection to a broker's database, waiting up to 5 s for it as the
+  /// broker's storage does: a storage just let go of may still be closing it (its last
+  /// checkpoint), and without a wait the open fails with "database is locked".
+  static func databaseQueue(_ path: String) throws -> DatabaseQueue {
+    var configuration = Configuration()
+    configuration.busyMode = .timeout(5)
+    return try DatabaseQueue(path: path, configuration: configuration)
   }
 
   /// A database whose value is not of its column's type (damaged, or written by something
@@ -95,7 +104,7 @@ struct SQLiteBrokerStorageTests {
   func aValueOfTheWrongTypeStopsTheStart(corruption: String, table: String, message: String) async throws {
     defer { try? FileManager.default.removeItem(atPath: directory) }
     try await open().publish("t", [card("a", 1), card("b", 1)], key: "k")
-    try await DatabaseQueue(path: directory + "/broker.sqlite").write { try $0.execute(sql: corruption) }
+    try await Self.databaseQueue(directory + "/broker.sqlite").write { try $0.execute(sql: corruption) }
     await #expect {
       try await open()
     } throws: { error in
