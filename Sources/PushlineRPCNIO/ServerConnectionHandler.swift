@@ -113,8 +113,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private var inbox: AnswerInbox?
   private var pumps: PumpScheduler?
   private var graceTimer: Scheduled<Void>?
-  /// Pending until the handshake arrives (a callback, not a task: nothing allocated per
-  /// connection). Before the handler is added, how long the client has for it, if set.
+  /// Pending until the handshake arrives (a scheduled callback, with no promise or closure,
+  /// cancelled at the handshake). Before the handler is added, how long the client has for it,
+  /// if set.
   private var handshakeDeadline: HandshakeDeadline.State
   /// Set once the shutdown's GOAWAY is sent.
   private var isGoingAway = false
