@@ -262,7 +262,9 @@ public struct OutboundQueue: Sendable {
   /// bytes, is the snapshot, positioned at its last card (its cards are in offset order); the
   /// rest stays at the front, still counting nothing toward the bound, and goes in later takes
   /// as plain changes. A client that applied the first part holds every card up to its
-  /// position, and resuming from there brings the rest, since each has a higher offset.
+  /// position, and resuming from there brings the rest, since each has a higher offset; the
+  /// first part's `snapshotThroughOffset` tells it where the whole ends, so that it keeps the
+  /// cards it held until then.
   public mutating func take(limit: Int, epoch: (String) -> Int64) -> [AssembledTopicUpdate] {
     var updates: [AssembledTopicUpdate] = []
     var openUpdates = OpenUpdates()
@@ -311,8 +313,9 @@ public struct OutboundQueue: Sendable {
   }
 
   /// The part of `snapshot` with its changes `from..<end`: the whole snapshot; or its first
-  /// part, still a snapshot, positioned at its last card; or a later part, plain changes (the
-  /// taker positions it, as any update of changes).
+  /// part, still a snapshot, positioned at its last card and naming the offset the whole
+  /// reaches; or a later part, plain changes (the taker positions it, as any update of
+  /// changes).
   private static func part(of snapshot: EncodedTopicUpdate, from: Int, to end: Int) -> EncodedTopicUpdate {
     guard from > 0 || end < snapshot.changes.count else { return snapshot }
     var part = snapshot
@@ -321,6 +324,7 @@ public struct OutboundQueue: Sendable {
       part.snapshot = nil
     } else if let last = part.changes.last?.offset {
       part.throughOffset = last
+      part.snapshotThroughOffset = snapshot.throughOffset
     }
     return part
   }

@@ -39,6 +39,15 @@ public final class SQLiteCachePersistence: CachePersistence {
           ) WITHOUT ROWID;
           """)
     }
+    // A snapshot sent in parts, part way: where it ends, and the cards it has yet to confirm
+    // (see `TopicCache.awaitingSnapshot`), so that a restart in between still drops them.
+    migrator.registerMigration("v2") { db in
+      try db.execute(
+        sql: """
+          ALTER TABLE topic ADD COLUMN snapshotThroughOffset INTEGER;
+          ALTER TABLE card ADD COLUMN awaitsSnapshot INTEGER NOT NULL DEFAULT 0;
+          """)
+    }
     return migrator
   }
 
@@ -53,20 +62,23 @@ public final class SQLiteCachePersistence: CachePersistence {
         let topic = try StoredRowError.decoding(row, of: "topic", in: Self.store) { row in
           TopicCache(
             topic: try row.decode(forColumn: "name"), epoch: try row.decode(forColumn: "epoch"),
-            position: try row.decode(forColumn: "position"), verifiedAtMillis: try row.decode(forColumn: "verifiedAtMillis"))
+            position: try row.decode(forColumn: "position"), verifiedAtMillis: try row.decode(forColumn: "verifiedAtMillis"),
+            snapshotThroughOffset: try row.decode(forColumn: "snapshotThroughOffset"))
         }
         topics[topic.topic] = topic
       }
       let cards = try Row.fetchCursor(db, sql: "SELECT * FROM card")
       // Copied: a copy's values convert strictly, where the cursor's own row reads an offset of 'x' as 0.
       while let row = try cards.next()?.copy() {
-        let cached = try StoredRowError.decoding(row, of: "card", in: Self.store) { row in
-          CachedCard(
+        let (cached, awaitsSnapshot) = try StoredRowError.decoding(row, of: "card", in: Self.store) { row in
+          let cached = CachedCard(
             topic: try row.decode(forColumn: "topic"),
             card: try TrackerCard(serializedBytes: [UInt8](try row.decode(Data.self, forColumn: "card"))),
             offset: try row.decode(forColumn: "offset"), receivedAtMillis: try row.decode(forColumn: "receivedAtMillis"))
+          return (cached, try row.decode(Bool.self, forColumn: "awaitsSnapshot"))
         }
         topics[cached.topic, default: TopicCache(topic: cached.topic)].cards[cached.card.cardID] = cached
+        if awaitsSnapshot { topics[cached.topic]?.awaitingSnapshot.insert(cached.card.cardID) }
       }
       return Array(topics.values)
     }
@@ -74,15 +86,17 @@ public final class SQLiteCachePersistence: CachePersistence {
 
   public func save(_ topics: [TopicCache]) throws {
     try database.write { db in
-      let insert = try db.cachedStatement(sql: "INSERT INTO card VALUES (?, ?, ?, ?, ?)")
+      let insert = try db.cachedStatement(
+        sql: "INSERT INTO card (topic, cardID, card, offset, receivedAtMillis, awaitsSnapshot) VALUES (?, ?, ?, ?, ?, ?)")
       for topic in topics {
         try db.execute(
-          sql: "INSERT OR REPLACE INTO topic VALUES (?, ?, ?, ?)",
-          arguments: [topic.topic, topic.epoch, topic.position, topic.verifiedAtMillis])
+          sql: "INSERT OR REPLACE INTO topic (name, epoch, position, verifiedAtMillis, snapshotThroughOffset) VALUES (?, ?, ?, ?, ?)",
+          arguments: [topic.topic, topic.epoch, topic.position, topic.verifiedAtMillis, topic.snapshotThroughOffset])
         try db.execute(sql: "DELETE FROM card WHERE topic = ?", arguments: [topic.topic])
         for cached in topic.cards.values {
           try insert.execute(arguments: [
             topic.topic, cached.card.cardID, Data(cached.card.serializedBytes()), cached.offset, cached.receivedAtMillis,
+            topic.awaitingSnapshot.contains(cached.card.cardID),
           ])
         }
       }

@@ -12,14 +12,26 @@ public struct TopicCache: Hashable, Sendable {
   /// Unix milliseconds: the "verified at" time.
   public var verifiedAtMillis: Int64?
   public var cards: [String: CachedCard]
+  /// While a snapshot sent in parts arrives: the offset the whole reaches. `nil` otherwise.
+  public var snapshotThroughOffset: Int64?
+  /// While a snapshot sent in parts arrives: the cards held before it that no part or change
+  /// has brought again yet. They stay in ``cards`` — shown as they were, rather than vanishing
+  /// and coming back with a later part — and go once the position reaches
+  /// ``snapshotThroughOffset``, as the snapshot's removals.
+  public var awaitingSnapshot: Set<String>
 
-  /// An empty copy of `topic`.
-  public init(topic: String, epoch: Int64? = nil, position: Int64? = nil, verifiedAtMillis: Int64? = nil, cards: [String: CachedCard] = [:]) {
+  /// A copy of `topic`, empty unless given its state.
+  public init(
+    topic: String, epoch: Int64? = nil, position: Int64? = nil, verifiedAtMillis: Int64? = nil, cards: [String: CachedCard] = [:],
+    snapshotThroughOffset: Int64? = nil, awaitingSnapshot: Set<String> = []
+  ) {
     self.topic = topic
     self.epoch = epoch
     self.position = position
     self.verifiedAtMillis = verifiedAtMillis
     self.cards = cards
+    self.snapshotThroughOffset = snapshotThroughOffset
+    self.awaitingSnapshot = awaitingSnapshot
   }
 
   /// Where to resume the subscription from.
@@ -30,33 +42,47 @@ public struct TopicCache: Hashable, Sendable {
     /// Cards upserted (new versions) and removed.
     public var upserted: [CachedCard] = []
     public var removed: [String] = []
-    /// True when the update was a snapshot, replacing every card.
+    /// True when the update was a snapshot, replacing every card (for a snapshot in parts,
+    /// its cards left out stay until the rest has arrived).
     public var replaced = false
   }
 
   /// Applies `update` as the delivery contract says: a snapshot replaces the cards; changes
   /// at or below the position are ignored (offsets may skip — never a loss); the position
   /// becomes the update's `throughOffset`. An update of another epoch without a snapshot is
-  /// ignored: the broker always starts a new epoch with one.
+  /// ignored: the broker always starts a new epoch with one. The first part of a snapshot
+  /// sent in parts keeps the cards it leaves out until the position reaches its
+  /// `snapshotThroughOffset` (see ``awaitingSnapshot``).
   public mutating func apply(_ update: TopicUpdate, receivedAtMillis: Int64) -> Outcome {
     var outcome = Outcome()
     if update.isSnapshot {
-      let before = Set(cards.keys)
+      var held = cards
       cards = [:]
       for change in update.changes {
         guard let card = change.card else { continue }
-        cards[change.cardID] = CachedCard(topic: topic, card: card, offset: change.offset ?? 0, receivedAtMillis: receivedAtMillis)
+        let cached = CachedCard(topic: topic, card: card, offset: change.offset ?? 0, receivedAtMillis: receivedAtMillis)
+        cards[change.cardID] = cached
+        held[change.cardID] = nil
+        outcome.upserted.append(cached)
       }
       outcome.replaced = true
-      outcome.upserted = Array(cards.values)
-      outcome.removed = before.subtracting(cards.keys).sorted()
       epoch = update.epoch
       position = update.throughOffset
+      if let through = update.snapshotThroughOffset, through > update.throughOffset {
+        cards.merge(held) { part, _ in part }
+        awaitingSnapshot = Set(held.keys)
+        snapshotThroughOffset = through
+      } else {
+        outcome.removed = held.keys.sorted()
+        awaitingSnapshot = []
+        snapshotThroughOffset = nil
+      }
     } else {
       guard update.epoch == epoch else { return outcome }
       let floor = position ?? 0
       for change in update.changes {
         guard let offset = change.offset, offset > floor else { continue }
+        awaitingSnapshot.remove(change.cardID)
         if let card = change.card {
           let cached = CachedCard(topic: topic, card: card, offset: offset, receivedAtMillis: receivedAtMillis)
           cards[change.cardID] = cached
@@ -65,7 +91,13 @@ public struct TopicCache: Hashable, Sendable {
           outcome.removed.append(change.cardID)
         }
       }
-      position = max(floor, update.throughOffset)
+      let reached = max(floor, update.throughOffset)
+      position = reached
+      if let through = snapshotThroughOffset, reached >= through {
+        for cardID in awaitingSnapshot.sorted() where cards.removeValue(forKey: cardID) != nil { outcome.removed.append(cardID) }
+        awaitingSnapshot = []
+        snapshotThroughOffset = nil
+      }
     }
     if let serverTime = update.serverTimeMillis { verifiedAtMillis = max(verifiedAtMillis ?? 0, serverTime) }
     return outcome

@@ -41,6 +41,7 @@ extension TopicUpdateMessage where Card == TrackerCard {
     changes = try update.changes.map { change throws(WireDecodingError) in try change.mapCard { card throws(WireDecodingError) in try card.decoded() } }
     throughOffset = update.throughOffset
     serverTimeMillis = update.serverTimeMillis
+    snapshotThroughOffset = update.snapshotThroughOffset
     unknownFields = update.unknownFields
   }
 }

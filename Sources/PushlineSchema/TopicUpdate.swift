@@ -22,6 +22,10 @@ public struct TopicUpdateMessage<Card: CardRepresentation>: WireMessage {
   public var throughOffset: Int64 = 0 { didSet { requiredFieldsSet |= 0b100 } }
   /// The broker's clock when it sent the update, in Unix milliseconds.
   public var serverTimeMillis: Int64?
+  /// Set on the first part of a snapshot sent in parts: the offset the whole snapshot reaches
+  /// (the topic's top when it was taken), so that a client keeps the cards it held until its
+  /// position reaches it, rather than dropping those the later parts bring again.
+  public var snapshotThroughOffset: Int64?
   public var unknownFields = UnknownFields()
 
   @usableFromInline var requiredFieldsSet: UInt8 = 0
@@ -45,7 +49,8 @@ public struct TopicUpdateMessage<Card: CardRepresentation>: WireMessage {
   @inlinable
   public func encodedSize() -> Int {
     WireSize.field(topic) &+ WireSize.field(epoch) &+ WireSize.field(snapshot) &+ WireSize.field(changes)
-      &+ WireSize.field(throughOffset) &+ WireSize.field(serverTimeMillis) &+ unknownFields.encodedSize
+      &+ WireSize.field(throughOffset) &+ WireSize.field(serverTimeMillis) &+ WireSize.field(snapshotThroughOffset)
+      &+ unknownFields.encodedSize
   }
 
   @inlinable
@@ -58,6 +63,7 @@ public struct TopicUpdateMessage<Card: CardRepresentation>: WireMessage {
   @inlinable
   func encode(to writer: inout WireWriter, writingChanges writeChanges: (inout WireWriter) -> Void) {
     unknownFields.write(to: &writer)
+    writer.write(0x38, snapshotThroughOffset)
     writer.write(0x30, serverTimeMillis)
     writer.write(0x28, throughOffset)
     writeChanges(&writer)
@@ -77,6 +83,7 @@ public struct TopicUpdateMessage<Card: CardRepresentation>: WireMessage {
       case 0x22: try reader.readMessage(appendingTo: &changes)
       case 0x28: throughOffset = try reader.readInt64()
       case 0x30: serverTimeMillis = try reader.readInt64()
+      case 0x38: snapshotThroughOffset = try reader.readInt64()
       case let tag: try reader.skipField(tag: tag, startingAt: tagStart, into: &unknownFields)
       }
     }
@@ -101,6 +108,7 @@ extension TopicUpdateMessage: FieldRepresentable, ReflectableMessage where Card 
       .repeated(4, "changes", \.changes),
       .required(5, "throughOffset", \.throughOffset),
       .optional(6, "serverTimeMillis", \.serverTimeMillis),
+      .optional(7, "snapshotThroughOffset", \.snapshotThroughOffset),
     ]
   }
 }

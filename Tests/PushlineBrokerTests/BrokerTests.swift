@@ -53,7 +53,8 @@ struct BrokerTests {
     var parts: [EncodedTopicUpdate] = []
     while let more = try subscription.takeReadyFromTheWire(maxChanges: 512, nowMillis: clock.now), !more.isEmpty { parts += more }
     #expect(parts.count > 1 && parts.allSatisfy { $0.encodedSize() < ConnectionLimits.defaults.maxMessageSize / 2 })
-    #expect(parts[0].isSnapshot && parts[0].throughOffset < 80 && parts.last?.throughOffset == 80)
+    #expect(parts[0].isSnapshot && parts[0].throughOffset < 80 && parts[0].snapshotThroughOffset == 80 && parts.last?.throughOffset == 80)
+    #expect(parts.dropFirst().allSatisfy { $0.snapshotThroughOffset == nil })
     #expect(parts.flatMap(\.changes).map(\.cardID) == cards.map(\.cardID))
     var replica = TopicReplica()
     for part in parts { replica.apply(part) }

@@ -169,6 +169,36 @@ struct PythonClientTests {
     }
   }
 
+  /// `TopicCopy` follows 3.3 through a snapshot in parts: the cards it held that the first
+  /// part leaves out stay until its position reaches `snapshotThroughOffset`, unless a later
+  /// part brings them again; then the rest go.
+  @Test func aPythonCopyKeepsItsCardsWhileASnapshotArrivesInParts() async throws {
+    try await PythonClient.requireTools()
+    let code = """
+      import sys
+      sys.path.insert(0, sys.argv[1])
+      from pushline_client import Messages, TopicCopy
+      m = Messages()
+      def update(epoch, through, cards, snapshot=False, snapshot_through=None):
+          u = m.TopicUpdate(topic="t", epoch=epoch, throughOffset=through, snapshot=snapshot)
+          if snapshot_through is not None:
+              u.snapshotThroughOffset = snapshot_through
+          for card_id, offset in cards:
+              u.changes.add(cardID=card_id, offset=offset).card.cardID = card_id
+          return u
+      copy = TopicCopy("t")
+      copy.apply(update(1, 3, [("a", 1), ("b", 2), ("c", 3)], snapshot=True))
+      copy.apply(update(2, 5, [("b", 5)], snapshot=True, snapshot_through=8))
+      print(sorted(copy.cards))
+      copy.apply(update(2, 7, [("c", 7)]))
+      print(sorted(copy.cards))
+      copy.apply(update(2, 8, [("d", 8)]))
+      print(sorted(copy.cards), copy.position)
+      """
+    let result = try await PythonClient.run(["-c", code, PythonClient.script.deletingLastPathComponent().path], program: [])
+    #expect(result.status == 0 && result.lines == ["['a', 'b', 'c']", "['a', 'b', 'c']", "['b', 'c', 'd'] 8"], "\(result.errorText)")
+  }
+
   @Test func aBadTokenGivesUnauthenticated() async throws {
     try await withBroker { port, _ in
       let garbage = try await PythonClient.run(
@@ -281,8 +311,9 @@ enum PythonClient {
     }
   }
 
-  /// Starts the client with `arguments`; a watchdog kills it if it is still running after 60 s.
-  static func start(_ arguments: [String], input: String = "") throws -> Running {
+  /// Starts the client with `arguments` (or python3 with them, when `program` is empty); a
+  /// watchdog kills it if it is still running after 60 s.
+  static func start(_ arguments: [String], input: String = "", program: [String] = [script.path]) throws -> Running {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-pyclient-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     let inputFile = directory.appendingPathComponent("in"), errorFile = directory.appendingPathComponent("err")
@@ -290,7 +321,7 @@ enum PythonClient {
     try Data().write(to: errorFile)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", script.path] + arguments
+    process.arguments = ["python3"] + program + arguments
     process.standardInput = try FileHandle(forReadingFrom: inputFile)
     process.standardError = try FileHandle(forWritingTo: errorFile)
     let output = Pipe()
@@ -328,8 +359,10 @@ enum PythonClient {
   }
 
   /// Runs the client to its end: exit status, stdout lines, stderr.
-  static func run(_ arguments: [String], input: String = "") async throws -> (status: Int32?, lines: [String], errorText: String) {
-    let running = try start(arguments, input: input)
+  static func run(_ arguments: [String], input: String = "", program: [String] = [script.path]) async throws
+    -> (status: Int32?, lines: [String], errorText: String)
+  {
+    let running = try start(arguments, input: input, program: program)
     defer { try? FileManager.default.removeItem(at: running.directory) }
     var lines: [String] = []
     for await line in running.lines { lines.append(line) }

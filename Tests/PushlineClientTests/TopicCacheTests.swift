@@ -28,6 +28,39 @@ struct TopicCacheTests {
     #expect(Set(topic.cards.keys) == ["y"] && topic.epoch == 8 && topic.position == 3 && outcome.removed == ["a"])
   }
 
+  /// A snapshot in parts keeps the cards held before it that its first part leaves out, so
+  /// that none vanishes and comes back: a later part or change confirms them, and those still
+  /// unconfirmed when the position reaches the whole snapshot's offset are its removals.
+  @Test func aSnapshotInPartsKeepsTheCardsHeldUntilItsRestHasArrived() {
+    var topic = TopicCache(topic: "t")
+    _ = topic.apply(update("t", from: 1, [card("a", priority: 1), card("b", priority: 1), card("c", priority: 1)], snapshot: true), receivedAtMillis: 0)
+    var firstPart = update("t", epoch: 8, from: 5, [card("b", priority: 2)], snapshot: true)
+    firstPart.snapshotThroughOffset = 8
+    let first = topic.apply(firstPart, receivedAtMillis: 0)
+    #expect(first.removed.isEmpty && first.upserted.map(\.card.cardID) == ["b"] && first.replaced)
+    #expect(Set(topic.cards.keys) == ["a", "b", "c"] && topic.awaitingSnapshot == ["a", "c"] && topic.position == 5)
+    #expect(topic.cards["a"]?.card.priority == 1 && topic.cards["b"]?.card.priority == 2)
+
+    let second = topic.apply(update("t", epoch: 8, from: 7, [card("c", priority: 3)]), receivedAtMillis: 0)
+    #expect(second.removed.isEmpty && topic.awaitingSnapshot == ["a"] && topic.cards["c"]?.card.priority == 3)
+    let last = topic.apply(update("t", epoch: 8, from: 8, [card("d", priority: 1)]), receivedAtMillis: 0)
+    #expect(last.removed == ["a"] && Set(topic.cards.keys) == ["b", "c", "d"])
+    #expect(topic.awaitingSnapshot.isEmpty && topic.snapshotThroughOffset == nil && topic.position == 8)
+  }
+
+  /// A new snapshot while one in parts is arriving starts over: a whole one removes every
+  /// card it leaves out at once, the awaited ones included.
+  @Test func aWholeSnapshotEndsOneInPartsAtOnce() {
+    var topic = TopicCache(topic: "t")
+    _ = topic.apply(update("t", from: 1, [card("a", priority: 1), card("b", priority: 1)], snapshot: true), receivedAtMillis: 0)
+    var firstPart = update("t", from: 3, [card("b", priority: 2)], snapshot: true)
+    firstPart.snapshotThroughOffset = 9
+    _ = topic.apply(firstPart, receivedAtMillis: 0)
+    let whole = topic.apply(update("t", epoch: 9, from: 1, [card("c", priority: 1)], snapshot: true), receivedAtMillis: 0)
+    #expect(whole.removed == ["a", "b"] && Set(topic.cards.keys) == ["c"])
+    #expect(topic.awaitingSnapshot.isEmpty && topic.snapshotThroughOffset == nil)
+  }
+
   @Test func aRestartedClientHasItsCardsAndPositions() throws {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-cache-\(UInt32.random(in: 0...UInt32.max))/cache.sqlite").path
     defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
@@ -45,6 +78,26 @@ struct TopicCacheTests {
     #expect(topic.cards.mapValues(\.card) == ["a": card("a", priority: 1)])
     #expect(topic.cards["a"]?.receivedAtMillis == 99_000)
     #expect(reopened.positions(for: ["t", "u"]) == [TopicPosition(topic: "t", epoch: 7, offset: 3), TopicPosition(topic: "u")])
+  }
+
+  /// A client restarted while a snapshot in parts was arriving still knows which cards await
+  /// it, and drops them once the rest has come.
+  @Test func aRestartedClientKeepsASnapshotInPartsPartWay() throws {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-cache-\(UInt32.random(in: 0...UInt32.max))/cache.sqlite").path
+    defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+    do {
+      let cache = try CardCache(persistence: SQLiteCachePersistence(path: path))
+      cache.apply(update("t", from: 1, [card("a", priority: 1), card("b", priority: 1)], snapshot: true), receivedAtMillis: 0)
+      var firstPart = update("t", from: 3, [card("b", priority: 2)], snapshot: true)
+      firstPart.snapshotThroughOffset = 4
+      cache.apply(firstPart, receivedAtMillis: 0)
+      try cache.flush()
+    }
+    let reopened = try CardCache(persistence: SQLiteCachePersistence(path: path))
+    let topic = try #require(reopened.topic("t"))
+    #expect(Set(topic.cards.keys) == ["a", "b"] && topic.awaitingSnapshot == ["a"] && topic.snapshotThroughOffset == 4)
+    let rest = reopened.apply(update("t", from: 4, [card("c", priority: 1)]), receivedAtMillis: 0)
+    #expect(rest.removed == ["a"] && reopened.topic("t").map { Set($0.cards.keys) } == ["b", "c"])
   }
 
   /// A cache file whose value is not of its column's type (written by something else, or

@@ -696,13 +696,24 @@ class TopicCopy:
         self.epoch = None
         self.position = None  # throughOffset of the last applied update
         self.cards = {}  # cardID -> TrackerCard
+        # 3.3, a snapshot in parts: where the whole ends, and the cards held before it that
+        # no part or change has brought again yet (kept until the position reaches it).
+        self.snapshot_through = None
+        self.awaiting_snapshot = set()
 
     def apply(self, update) -> bool:
         """Applies a TopicUpdate; False when it was ignored (another epoch without a snapshot)."""
         if update.snapshot:
             # 3.3: the client replaces its cards of the topic with these.
+            held = self.cards
             self.cards = {change.cardID: change.card for change in update.changes if change.HasField("card")}
             self.epoch, self.position = update.epoch, update.throughOffset
+            self.snapshot_through, self.awaiting_snapshot = None, set()
+            if update.HasField("snapshotThroughOffset") and update.snapshotThroughOffset > update.throughOffset:
+                # 3.3: the first part of a snapshot in parts keeps the cards it leaves out.
+                self.awaiting_snapshot = set(held) - set(self.cards)
+                self.cards.update({card_id: held[card_id] for card_id in self.awaiting_snapshot})
+                self.snapshot_through = update.snapshotThroughOffset
             return True
         if self.epoch is not None and update.epoch != self.epoch:
             return False  # 3.3 / broker.proto: another epoch comes with snapshot = true
@@ -710,6 +721,7 @@ class TopicCopy:
             # 3.3: a client must ignore changes at or below its position.
             if self.position is not None and change.HasField("offset") and change.offset <= self.position:
                 continue
+            self.awaiting_snapshot.discard(change.cardID)
             if change.HasField("card"):
                 self.cards[change.cardID] = change.card
             else:
@@ -717,6 +729,10 @@ class TopicCopy:
         self.epoch = update.epoch
         if self.position is None or update.throughOffset > self.position:
             self.position = update.throughOffset
+        if self.snapshot_through is not None and self.position >= self.snapshot_through:
+            for card_id in self.awaiting_snapshot:
+                self.cards.pop(card_id, None)
+            self.snapshot_through, self.awaiting_snapshot = None, set()
         return True
 
     def live_cards(self, now_seconds: float | None = None):
