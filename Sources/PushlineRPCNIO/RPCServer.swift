@@ -129,22 +129,30 @@ public struct RPCServer: Sendable {
           refused.increment()
         }
         return channel.eventLoop.makeCompletedFuture {
-          try channel.pipeline.syncOperations.addHandlers([
-            // No reading while the peer does not read what it is sent: what a connection's
-            // requests make the server write stays bounded by a read's worth.
-            BackPressureHandler(),
-            FrameDecodingHandler(maxPayloadLength: configuration.connection.limits.maxFrameSize),
-            FrameEncodingHandler(),
-            IdleConnectionHandler(readTimeout: TimeAmount(configuration.idleTimeout)),
-            ServerConnectionHandler(
-              router: router, configuration: configuration.connection, gracePeriod: TimeAmount(configuration.gracePeriod),
-              handshakeTimeout: TimeAmount(configuration.handshakeTimeout), refusal: refusal,
-              pumps: pumps[ObjectIdentifier(channel.eventLoop)]),
-          ])
+          try channel.pipeline.syncOperations.addHandlers(
+            Self.connectionHandlers(
+              router: router, configuration: configuration, refusal: refusal, pumps: pumps[ObjectIdentifier(channel.eventLoop)]))
           registry.register(channel, isRefused: refusal != nil)
         }
       }
       .bind(host: configuration.host, port: configuration.port)
       .get()
+  }
+
+  /// The pipeline of an accepted connection, from the socket up.
+  static func connectionHandlers(
+    router: RPCRouter, configuration: Configuration, refusal: RPCError?, pumps: PumpScheduler?
+  ) -> [any ChannelHandler] {
+    [
+      // No reading while the peer does not read what it is sent: what a connection's
+      // requests make the server write stays bounded by a read's worth.
+      BackPressureHandler(),
+      FrameDecodingHandler(maxPayloadLength: configuration.connection.limits.maxFrameSize),
+      FrameEncodingHandler(),
+      IdleConnectionHandler(readTimeout: TimeAmount(configuration.idleTimeout)),
+      ServerConnectionHandler(
+        router: router, configuration: configuration.connection, gracePeriod: TimeAmount(configuration.gracePeriod),
+        handshakeTimeout: TimeAmount(configuration.handshakeTimeout), refusal: refusal, pumps: pumps),
+    ]
   }
 }

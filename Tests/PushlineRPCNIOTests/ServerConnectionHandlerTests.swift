@@ -43,17 +43,6 @@ struct ServerConnectionHandlerTests {
     }
   }
 
-  /// Counts the flushes that reach the head of the pipeline.
-  final class FlushCounter: ChannelOutboundHandler {
-    typealias OutboundIn = ConnectionElement
-    var flushes = 0
-
-    func flush(context: ChannelHandlerContext) {
-      flushes += 1
-      context.flush()
-    }
-  }
-
   /// How many responses a handler has written, read from the test.
   final class WriteCount: Sendable {
     private let count = Mutex(0)
@@ -99,7 +88,7 @@ struct ServerConnectionHandlerTests {
   static func channel(
     written: WriteCount? = nil, held: HeldCalls? = nil, feed: Feed? = nil, gate: Gate? = nil, compressions: [Compression] = [],
     handshakeTimeout: TimeAmount? = nil
-  ) throws -> (EmbeddedChannel, FlushCounter) {
+  ) throws -> (EmbeddedChannel, OutboundEventCounter<ConnectionElement>) {
     var router = RPCRouter()
     router.registerUnary(gated, request: MetadataEntry.self, response: MetadataEntry.self) { request, _ in
       await gate?.pass()
@@ -120,7 +109,7 @@ struct ServerConnectionHandlerTests {
     }
     router.registerUnary(echo, request: MetadataEntry.self, response: MetadataEntry.self) { request, _ in request }
     let channel = EmbeddedChannel()
-    let counter = FlushCounter()
+    let counter = OutboundEventCounter<ConnectionElement>()
     try channel.pipeline.syncOperations.addHandlers([
       counter,
       ServerConnectionHandler(router: router, configuration: .init(), gracePeriod: .seconds(10), handshakeTimeout: handshakeTimeout),
