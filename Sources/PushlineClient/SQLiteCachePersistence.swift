@@ -39,13 +39,19 @@ public final class SQLiteCachePersistence: CachePersistence {
           ) WITHOUT ROWID;
           """)
     }
-    // A snapshot sent in parts, part way: where it ends, and the cards it has yet to confirm
-    // (see `TopicCache.awaitingSnapshot`), so that a restart in between still drops them.
+    // A snapshot sent in parts, part way (see `TopicCache.awaitingSnapshot`): where it ends,
+    // and the cards it has yet to confirm. In tables of their own, so that the v1 tables keep
+    // their columns and an earlier build can still write the file; their rows hold only at the
+    // position stored with them (an earlier build that moved the topic on left them stale).
     migrator.registerMigration("v2") { db in
       try db.execute(
         sql: """
-          ALTER TABLE topic ADD COLUMN snapshotThroughOffset INTEGER;
-          ALTER TABLE card ADD COLUMN awaitsSnapshot INTEGER NOT NULL DEFAULT 0;
+          CREATE TABLE snapshotInParts (
+            topic TEXT PRIMARY KEY NOT NULL, throughOffset INTEGER NOT NULL, position INTEGER NOT NULL
+          ) WITHOUT ROWID;
+          CREATE TABLE awaitingSnapshot (
+            topic TEXT NOT NULL, cardID TEXT NOT NULL, PRIMARY KEY (topic, cardID)
+          ) WITHOUT ROWID;
           """)
     }
     return migrator
@@ -62,23 +68,34 @@ public final class SQLiteCachePersistence: CachePersistence {
         let topic = try StoredRowError.decoding(row, of: "topic", in: Self.store) { row in
           TopicCache(
             topic: try row.decode(forColumn: "name"), epoch: try row.decode(forColumn: "epoch"),
-            position: try row.decode(forColumn: "position"), verifiedAtMillis: try row.decode(forColumn: "verifiedAtMillis"),
-            snapshotThroughOffset: try row.decode(forColumn: "snapshotThroughOffset"))
+            position: try row.decode(forColumn: "position"), verifiedAtMillis: try row.decode(forColumn: "verifiedAtMillis"))
         }
         topics[topic.topic] = topic
       }
       let cards = try Row.fetchCursor(db, sql: "SELECT * FROM card")
       // Copied: a copy's values convert strictly, where the cursor's own row reads an offset of 'x' as 0.
       while let row = try cards.next()?.copy() {
-        let (cached, awaitsSnapshot) = try StoredRowError.decoding(row, of: "card", in: Self.store) { row in
-          let cached = CachedCard(
+        let cached = try StoredRowError.decoding(row, of: "card", in: Self.store) { row in
+          CachedCard(
             topic: try row.decode(forColumn: "topic"),
             card: try TrackerCard(serializedBytes: [UInt8](try row.decode(Data.self, forColumn: "card"))),
             offset: try row.decode(forColumn: "offset"), receivedAtMillis: try row.decode(forColumn: "receivedAtMillis"))
-          return (cached, try row.decode(Bool.self, forColumn: "awaitsSnapshot"))
         }
         topics[cached.topic, default: TopicCache(topic: cached.topic)].cards[cached.card.cardID] = cached
-        if awaitsSnapshot { topics[cached.topic]?.awaitingSnapshot.insert(cached.card.cardID) }
+      }
+      for row in try Row.fetchAll(db, sql: "SELECT * FROM snapshotInParts") {
+        let (topic, throughOffset, position) = try StoredRowError.decoding(row, of: "snapshotInParts", in: Self.store) { row in
+          (try row.decode(String.self, forColumn: "topic"), try row.decode(Int64.self, forColumn: "throughOffset"),
+           try row.decode(Int64.self, forColumn: "position"))
+        }
+        if topics[topic]?.position == position { topics[topic]?.snapshotThroughOffset = throughOffset }
+      }
+      for row in try Row.fetchAll(db, sql: "SELECT * FROM awaitingSnapshot") {
+        let (topic, cardID) = try StoredRowError.decoding(row, of: "awaitingSnapshot", in: Self.store) { row in
+          (try row.decode(String.self, forColumn: "topic"), try row.decode(String.self, forColumn: "cardID"))
+        }
+        guard topics[topic]?.snapshotThroughOffset != nil, topics[topic]?.cards[cardID] != nil else { continue }
+        topics[topic]?.awaitingSnapshot.insert(cardID)
       }
       return Array(topics.values)
     }
@@ -86,19 +103,25 @@ public final class SQLiteCachePersistence: CachePersistence {
 
   public func save(_ topics: [TopicCache]) throws {
     try database.write { db in
-      let insert = try db.cachedStatement(
-        sql: "INSERT INTO card (topic, cardID, card, offset, receivedAtMillis, awaitsSnapshot) VALUES (?, ?, ?, ?, ?, ?)")
+      let insert = try db.cachedStatement(sql: "INSERT INTO card (topic, cardID, card, offset, receivedAtMillis) VALUES (?, ?, ?, ?, ?)")
+      let awaiting = try db.cachedStatement(sql: "INSERT INTO awaitingSnapshot (topic, cardID) VALUES (?, ?)")
       for topic in topics {
         try db.execute(
-          sql: "INSERT OR REPLACE INTO topic (name, epoch, position, verifiedAtMillis, snapshotThroughOffset) VALUES (?, ?, ?, ?, ?)",
-          arguments: [topic.topic, topic.epoch, topic.position, topic.verifiedAtMillis, topic.snapshotThroughOffset])
-        try db.execute(sql: "DELETE FROM card WHERE topic = ?", arguments: [topic.topic])
+          sql: "INSERT OR REPLACE INTO topic (name, epoch, position, verifiedAtMillis) VALUES (?, ?, ?, ?)",
+          arguments: [topic.topic, topic.epoch, topic.position, topic.verifiedAtMillis])
+        for table in ["card", "snapshotInParts", "awaitingSnapshot"] {
+          try db.execute(sql: "DELETE FROM \(table) WHERE topic = ?", arguments: [topic.topic])
+        }
         for cached in topic.cards.values {
           try insert.execute(arguments: [
             topic.topic, cached.card.cardID, Data(cached.card.serializedBytes()), cached.offset, cached.receivedAtMillis,
-            topic.awaitingSnapshot.contains(cached.card.cardID),
           ])
         }
+        guard let throughOffset = topic.snapshotThroughOffset, let position = topic.position else { continue }
+        try db.execute(
+          sql: "INSERT INTO snapshotInParts (topic, throughOffset, position) VALUES (?, ?, ?)",
+          arguments: [topic.topic, throughOffset, position])
+        for cardID in topic.awaitingSnapshot { try awaiting.execute(arguments: [topic.topic, cardID]) }
       }
     }
   }

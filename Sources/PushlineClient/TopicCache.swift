@@ -17,7 +17,9 @@ public struct TopicCache: Hashable, Sendable {
   /// While a snapshot sent in parts arrives: the cards held before it that no part or change
   /// has brought again yet. They stay in ``cards`` — shown as they were, rather than vanishing
   /// and coming back with a later part — and go once the position reaches
-  /// ``snapshotThroughOffset``, as the snapshot's removals.
+  /// ``snapshotThroughOffset``, as the snapshot's removals. Meanwhile ``verifiedAtMillis``
+  /// stays where it was, since these cards are no fresher. A copy stored with its position
+  /// must be stored with these too: resuming from the position does not bring their removals.
   public var awaitingSnapshot: Set<String>
 
   /// A copy of `topic`, empty unless given its state.
@@ -68,7 +70,7 @@ public struct TopicCache: Hashable, Sendable {
       outcome.replaced = true
       epoch = update.epoch
       position = update.throughOffset
-      if let through = update.snapshotThroughOffset, through > update.throughOffset {
+      if let through = update.snapshotThroughOffset, through > update.throughOffset, !held.isEmpty {
         cards.merge(held) { part, _ in part }
         awaitingSnapshot = Set(held.keys)
         snapshotThroughOffset = through
@@ -93,13 +95,15 @@ public struct TopicCache: Hashable, Sendable {
       }
       let reached = max(floor, update.throughOffset)
       position = reached
-      if let through = snapshotThroughOffset, reached >= through {
+      if let through = snapshotThroughOffset, reached >= through || awaitingSnapshot.isEmpty {
         for cardID in awaitingSnapshot.sorted() where cards.removeValue(forKey: cardID) != nil { outcome.removed.append(cardID) }
         awaitingSnapshot = []
         snapshotThroughOffset = nil
       }
     }
-    if let serverTime = update.serverTimeMillis { verifiedAtMillis = max(verifiedAtMillis ?? 0, serverTime) }
+    // The cards awaiting a snapshot are only as fresh as they were: the copy is verified anew
+    // once none is left.
+    if let serverTime = update.serverTimeMillis, snapshotThroughOffset == nil { verifiedAtMillis = max(verifiedAtMillis ?? 0, serverTime) }
     return outcome
   }
 }

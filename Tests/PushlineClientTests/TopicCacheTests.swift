@@ -48,6 +48,46 @@ struct TopicCacheTests {
     #expect(topic.awaitingSnapshot.isEmpty && topic.snapshotThroughOffset == nil && topic.position == 8)
   }
 
+  /// While a snapshot in parts arrives: a change at or below the position confirms nothing; a
+  /// removal of an awaited card is reported once; the copy is not verified anew while cards
+  /// await; a second snapshot in parts awaits every card it leaves out, the first's included;
+  /// and an update without changes that reaches its offset ends it.
+  @Test func aSnapshotInPartsAwaitsThroughRemovalsAndASecondOne() {
+    var topic = TopicCache(topic: "t")
+    var whole = update("t", from: 1, [card("a", priority: 1), card("b", priority: 1), card("c", priority: 1), card("d", priority: 1)], snapshot: true)
+    whole.serverTimeMillis = 100
+    _ = topic.apply(whole, receivedAtMillis: 0)
+    var firstPart = update("t", epoch: 8, from: 5, [card("b", priority: 2)], snapshot: true)
+    (firstPart.snapshotThroughOffset, firstPart.serverTimeMillis) = (20, 200)
+    _ = topic.apply(firstPart, receivedAtMillis: 0)
+    #expect(topic.awaitingSnapshot == ["a", "c", "d"] && topic.verifiedAtMillis == 100)
+
+    var stale = update("t", epoch: 8, from: 4, [card("a", priority: 9)])
+    stale.throughOffset = 5
+    _ = topic.apply(stale, receivedAtMillis: 0)
+    #expect(topic.awaitingSnapshot == ["a", "c", "d"] && topic.cards["a"]?.card.priority == 1)
+    let removal = topic.apply(update("t", epoch: 8, from: 6, [], removing: ["c"]), receivedAtMillis: 0)
+    #expect(removal.removed == ["c"] && topic.awaitingSnapshot == ["a", "d"])
+
+    var secondPart = update("t", epoch: 9, from: 3, [card("a", priority: 3)], snapshot: true)
+    secondPart.snapshotThroughOffset = 7
+    _ = topic.apply(secondPart, receivedAtMillis: 0)
+    #expect(topic.awaitingSnapshot == ["b", "d"] && Set(topic.cards.keys) == ["a", "b", "d"] && topic.snapshotThroughOffset == 7)
+    var watermark = update("t", epoch: 9, from: 7, [])
+    (watermark.throughOffset, watermark.serverTimeMillis) = (7, 300)
+    let end = topic.apply(watermark, receivedAtMillis: 0)
+    #expect(end.removed == ["b", "d"] && Set(topic.cards.keys) == ["a"] && topic.verifiedAtMillis == 300)
+  }
+
+  /// A client that held nothing has nothing to await: its copy is verified with each part.
+  @Test func aSnapshotInPartsToAnEmptyCopyAwaitsNothing() {
+    var topic = TopicCache(topic: "t")
+    var firstPart = update("t", from: 5, [card("b", priority: 2)], snapshot: true)
+    (firstPart.snapshotThroughOffset, firstPart.serverTimeMillis) = (20, 200)
+    _ = topic.apply(firstPart, receivedAtMillis: 0)
+    #expect(topic.snapshotThroughOffset == nil && topic.awaitingSnapshot.isEmpty && topic.verifiedAtMillis == 200)
+  }
+
   /// A new snapshot while one in parts is arriving starts over: a whole one removes every
   /// card it leaves out at once, the awaited ones included.
   @Test func aWholeSnapshotEndsOneInPartsAtOnce() {
@@ -93,11 +133,55 @@ struct TopicCacheTests {
       cache.apply(firstPart, receivedAtMillis: 0)
       try cache.flush()
     }
-    let reopened = try CardCache(persistence: SQLiteCachePersistence(path: path))
-    let topic = try #require(reopened.topic("t"))
-    #expect(Set(topic.cards.keys) == ["a", "b"] && topic.awaitingSnapshot == ["a"] && topic.snapshotThroughOffset == 4)
-    let rest = reopened.apply(update("t", from: 4, [card("c", priority: 1)]), receivedAtMillis: 0)
-    #expect(rest.removed == ["a"] && reopened.topic("t").map { Set($0.cards.keys) } == ["b", "c"])
+    do {
+      let reopened = try CardCache(persistence: SQLiteCachePersistence(path: path))
+      let topic = try #require(reopened.topic("t"))
+      #expect(Set(topic.cards.keys) == ["a", "b"] && topic.awaitingSnapshot == ["a"] && topic.snapshotThroughOffset == 4)
+      let rest = reopened.apply(update("t", from: 4, [card("c", priority: 1)]), receivedAtMillis: 0)
+      #expect(rest.removed == ["a"] && reopened.topic("t").map { Set($0.cards.keys) } == ["b", "c"])
+      try reopened.flush()
+    }
+    let finished = try #require(try SQLiteCachePersistence(path: path).load().first)
+    #expect(Set(finished.cards.keys) == ["b", "c"] && finished.awaitingSnapshot.isEmpty && finished.snapshotThroughOffset == nil)
+  }
+
+  /// A cache file written by a build before snapshots in parts opens with its cards; marks
+  /// stored at another position than the topic's (an earlier build moved the topic on
+  /// since) are stale, and ignored; and an earlier build can still write the file.
+  @Test func aCacheFileFromAnEarlierBuildOpensAndMarksAtAnotherPositionAreIgnored() throws {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-cache-\(UInt32.random(in: 0...UInt32.max))/cache.sqlite").path
+    defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+    try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+    let earlier = try Self.databaseQueue(path)
+    let bytes = card("a", priority: 1).serializedBytes()
+    try earlier.write { db in
+      try db.execute(
+        sql: """
+          CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+          INSERT INTO grdb_migrations VALUES ('v1');
+          CREATE TABLE topic (name TEXT PRIMARY KEY NOT NULL, epoch INTEGER, position INTEGER, verifiedAtMillis INTEGER) WITHOUT ROWID;
+          CREATE TABLE card (
+            topic TEXT NOT NULL, cardID TEXT NOT NULL, card BLOB NOT NULL, offset INTEGER NOT NULL,
+            receivedAtMillis INTEGER NOT NULL, PRIMARY KEY (topic, cardID)
+          ) WITHOUT ROWID;
+          INSERT INTO topic VALUES ('t', 7, 2, NULL);
+          """)
+      try db.execute(sql: "INSERT INTO card VALUES ('t', 'a', ?, 1, 0)", arguments: [Data(bytes)])
+    }
+    try earlier.close()
+    let persistence = try SQLiteCachePersistence(path: path)
+    var topic = try #require(try persistence.load().first)
+    #expect(topic.position == 2 && topic.cards.mapValues(\.card) == ["a": card("a", priority: 1)])
+
+    (topic.snapshotThroughOffset, topic.awaitingSnapshot) = (9, ["a"])
+    try persistence.save([topic])
+    // An earlier build's own writes, positional as they were: the file still takes them.
+    try Self.databaseQueue(path).write { db in
+      try db.execute(sql: "INSERT OR REPLACE INTO topic VALUES ('t', 7, 5, NULL)")
+      try db.execute(sql: "INSERT OR REPLACE INTO card VALUES ('t', 'a', ?, 4, 0)", arguments: [Data(bytes)])
+    }
+    let moved = try #require(try persistence.load().first)
+    #expect(moved.position == 5 && moved.cards["a"]?.offset == 4 && moved.awaitingSnapshot.isEmpty && moved.snapshotThroughOffset == nil)
   }
 
   /// A cache file whose value is not of its column's type (written by something else, or
@@ -115,12 +199,20 @@ struct TopicCacheTests {
     let cache = try CardCache(persistence: SQLiteCachePersistence(path: path))
     cache.apply(update("t", from: 1, [card("a", priority: 1)], snapshot: true), receivedAtMillis: 99_000)
     try cache.flush()
-    try DatabaseQueue(path: path).write { try $0.execute(sql: corruption) }
+    try Self.databaseQueue(path).write { try $0.execute(sql: corruption) }
     #expect {
       try SQLiteCachePersistence(path: path).load()
     } throws: { error in
       guard let error = error as? StoredRowError else { return false }
       return error.table == table && error.message.contains(message)
     }
+  }
+
+  /// The test's own connection to a cache file, waiting up to 5 s for it as the cache does: a
+  /// cache just let go of may still be closing it.
+  static func databaseQueue(_ path: String) throws -> DatabaseQueue {
+    var configuration = Configuration()
+    configuration.busyMode = .timeout(5)
+    return try DatabaseQueue(path: path, configuration: configuration)
   }
 }

@@ -709,10 +709,11 @@ class TopicCopy:
             self.cards = {change.cardID: change.card for change in update.changes if change.HasField("card")}
             self.epoch, self.position = update.epoch, update.throughOffset
             self.snapshot_through, self.awaiting_snapshot = None, set()
-            if update.HasField("snapshotThroughOffset") and update.snapshotThroughOffset > update.throughOffset:
+            left_out = set(held) - set(self.cards)
+            if left_out and update.HasField("snapshotThroughOffset") and update.snapshotThroughOffset > update.throughOffset:
                 # 3.3: the first part of a snapshot in parts keeps the cards it leaves out.
-                self.awaiting_snapshot = set(held) - set(self.cards)
-                self.cards.update({card_id: held[card_id] for card_id in self.awaiting_snapshot})
+                self.awaiting_snapshot = left_out
+                self.cards.update({card_id: held[card_id] for card_id in left_out})
                 self.snapshot_through = update.snapshotThroughOffset
             return True
         if self.epoch is not None and update.epoch != self.epoch:
@@ -729,7 +730,7 @@ class TopicCopy:
         self.epoch = update.epoch
         if self.position is None or update.throughOffset > self.position:
             self.position = update.throughOffset
-        if self.snapshot_through is not None and self.position >= self.snapshot_through:
+        if self.snapshot_through is not None and (self.position >= self.snapshot_through or not self.awaiting_snapshot):
             for card_id in self.awaiting_snapshot:
                 self.cards.pop(card_id, None)
             self.snapshot_through, self.awaiting_snapshot = None, set()

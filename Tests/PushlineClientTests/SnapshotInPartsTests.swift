@@ -1,0 +1,46 @@
+import PushlineBroker
+import PushlineClient
+import PushlineSchema
+import PushlineTesting
+import Testing
+
+/// The client's side of a snapshot too large for one message, against a broker in this
+/// process (its updates converted as the in-process connector hands them to apps).
+@Suite("A snapshot in parts, broker to client")
+struct SnapshotInPartsTests {
+  /// A client holding a topic's cards that must take a fresh snapshot of it (its epoch is
+  /// another) never goes without a card the topic still has while the parts arrive, and ends
+  /// with exactly the topic's cards: those the topic no longer has go once the rest has come.
+  @Test func aClientHoldingCardsNeverLosesOneTheTopicStillHas() async throws {
+    let broker = try await Broker(storage: InMemoryBrokerStorage())
+    let publisher = Principal(subject: "svc", role: .publisher, topics: ["*"], expiresAtMillis: .max)
+    let reader = Principal(subject: "driver", role: .subscriber, topics: ["d/*"], expiresAtMillis: .max)
+    let published = (1...80).map { index in
+      var card = card("c\(index)", priority: Double(index), amount: String(repeating: "$", count: 60_000))
+      card.lastUpdatedAt = 2_000_000_000
+      return card
+    }
+    for batch in stride(from: 0, to: published.count, by: 10) {
+      _ = try await broker.publish(PublishRequest(topic: "d/t", changes: published[batch..<batch + 10].map { CardChange(upserting: $0) }), for: publisher)
+    }
+    let held = (1...80).map { card("c\($0)", priority: 0) } + [card("gone-1", priority: 0), card("gone-2", priority: 0)]
+    var topic = TopicCache(
+      topic: "d/t", epoch: -1, position: 3, verifiedAtMillis: 5,
+      cards: Dictionary(uniqueKeysWithValues: held.map { ($0.cardID, CachedCard(topic: "d/t", card: $0, offset: 1, receivedAtMillis: 0)) }))
+
+    var updates: [TopicUpdate] = []
+    var removed: [String] = []
+    try await InProcessTrackerConnector(broker: broker, principal: reader).withSession { session in
+      for try await update in session.updates(from: [topic.resumePosition]) {
+        updates.append(update)
+        removed += topic.apply(update, receivedAtMillis: 0).removed
+        #expect(published.allSatisfy { topic.cards[$0.cardID] != nil }, "a card went missing after update \(updates.count)")
+        if topic.position == 80 { break }
+      }
+    }
+    #expect(updates.count > 1 && updates[0].isSnapshot && updates[0].snapshotThroughOffset == 80)
+    #expect(topic.cards.mapValues(\.card) == Dictionary(uniqueKeysWithValues: published.map { ($0.cardID, $0) }))
+    #expect(removed == ["gone-1", "gone-2"] && topic.awaitingSnapshot.isEmpty && topic.snapshotThroughOffset == nil)
+    #expect(topic.verifiedAtMillis ?? 0 > 5)
+  }
+}
