@@ -216,7 +216,7 @@ public final class Broker: Sendable {
   }
 
   /// The periodic duties, to be called every second or so (``run()`` does): a watermark for
-  /// each subscription idle for the watermark interval, the end, with UNAUTHENTICATED, of
+  /// each subscribed topic idle for the watermark interval, the end, with UNAUTHENTICATED, of
   /// each subscription whose token has expired, and the queue-depth gauge.
   public func tick() {
     let now = configuration.nowMillis()
@@ -228,7 +228,7 @@ public final class Broker: Sendable {
         configuration.logger.info("a subscription's token expired", metadata: ["subject": "\(subscription.principal.subject)"])
         subscription.end(with: RPCError(code: .unauthenticated, message: "the token expired; reconnect with a new one"))
       } else {
-        subscription.markWatermarkDueIfIdle(nowMillis: now, intervalMillis: interval)
+        subscription.markWatermarksDueIfIdle(nowMillis: now, intervalMillis: interval)
       }
     }
     configuration.metrics.queuedChanges.record(queued)

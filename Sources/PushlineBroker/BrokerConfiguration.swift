@@ -11,7 +11,7 @@ public struct BrokerConfiguration: Sendable {
   public var maxTombstoneAge: Duration
   /// How long a publish's idempotency key is remembered.
   public var idempotencyWindow: Duration
-  /// A subscription that sent nothing for this long gets a freshness watermark.
+  /// A subscribed topic of which nothing was sent for this long gets a freshness watermark.
   public var watermarkInterval: Duration
   /// Changes queued for one subscriber, beyond which a topic's queue is replaced by a
   /// snapshot sent when the subscriber catches up.

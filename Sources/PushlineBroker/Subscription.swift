@@ -18,6 +18,9 @@ public final class Subscription: Sendable {
     var queuedThrough: Int64
     /// The queue overflowed: the topic's entries were dropped and a fresh snapshot is due.
     var needsSnapshot = false
+    /// When an update of the topic (or its watermark) last went out: a topic of the stream
+    /// that stays idle that long gets its own watermark, however busy the others are.
+    var lastSentMillis: Int64
   }
 
   struct State {
@@ -28,8 +31,11 @@ public final class Subscription: Sendable {
     /// The broker has let go of the subscription: nothing drains it any more.
     var isUnsubscribed = false
     var ended: RPCError?
-    var watermarkDue = false
-    var lastSentMillis: Int64
+    /// The topics whose watermark is due: each goes with the next take, unless an update of
+    /// the topic does.
+    var watermarksDue: Set<String> = []
+    /// When the subscription started: its topics' last send until their first.
+    let startedMillis: Int64
     /// How many topics need a snapshot: a pull checks this before looking for them.
     var snapshotsDue = 0
     /// The transport said the connection takes bytes, so the queue drains soon: a commit's
@@ -39,7 +45,7 @@ public final class Subscription: Sendable {
 
     /// Whether a take would find something: changes, a watermark, a snapshot due, or the end.
     var hasSomethingToSend: Bool {
-      !queue.isEmpty || watermarkDue || snapshotsDue > 0 || ended != nil
+      !queue.isEmpty || !watermarksDue.isEmpty || snapshotsDue > 0 || ended != nil
     }
 
     /// Whoever drains the queue, to be woken once the lock is released.
@@ -67,7 +73,7 @@ public final class Subscription: Sendable {
   init(principal: Principal, maxQueuedChanges: Int, nowMillis: Int64) {
     self.principal = principal
     self.maxQueuedChanges = maxQueuedChanges
-    state = Mutex(State(lastSentMillis: nowMillis))
+    state = Mutex(State(startedMillis: nowMillis))
   }
 
   /// Queues committed changes of `topic` — the `run` of a commit: distinct cards, each with
@@ -115,11 +121,11 @@ public final class Subscription: Sendable {
   /// position to the top, or `snapshot` replaces its copy.
   func attach(_ topic: TopicState, catchUp: [CardRecord]?, snapshot: EncodedTopicUpdate?) {
     let drainer = state.withLock { state in
-      state.topics[topic.name] = TopicProgress(epoch: topic.epoch, queuedThrough: topic.topOffset)
+      state.topics[topic.name] = TopicProgress(epoch: topic.epoch, queuedThrough: topic.topOffset, lastSentMillis: state.startedMillis)
       if let snapshot { state.queue.append(snapshot: snapshot) }
       for record in catchUp ?? [] { state.queue.append(record.change, topic: topic.name) }
       // A resume with nothing to catch up still confirms the position at once.
-      if catchUp?.isEmpty == true { state.watermarkDue = true }
+      if catchUp?.isEmpty == true { state.watermarksDue.insert(topic.name) }
       return state.drainer()
     }
     drainer.wake()
@@ -135,18 +141,24 @@ public final class Subscription: Sendable {
     state.withLock { state in
       guard state.topics[topic.name]?.needsSnapshot == true else { return }
       state.snapshotsDue -= 1
-      state.topics[topic.name] = TopicProgress(epoch: topic.epoch, queuedThrough: topic.topOffset)
+      state.topics[topic.name]?.needsSnapshot = false
+      state.topics[topic.name]?.epoch = topic.epoch
+      state.topics[topic.name]?.queuedThrough = topic.topOffset
       state.queue.append(snapshot: snapshot)
     }
   }
 
-  /// Marks a watermark due when nothing was sent for `interval`, so an idle client still
-  /// learns its cards are current.
-  func markWatermarkDueIfIdle(nowMillis: Int64, intervalMillis: Int64) {
+  /// Marks a watermark due for each topic of which nothing was sent for `interval` and
+  /// nothing waits, so a client still learns that its cards of a quiet topic are current —
+  /// however busy the stream's other topics keep it.
+  func markWatermarksDueIfIdle(nowMillis: Int64, intervalMillis: Int64) {
     let drainer = state.withLock { state -> Drainer? in
-      guard state.queue.isEmpty, nowMillis - state.lastSentMillis >= intervalMillis else { return nil }
-      state.watermarkDue = true
-      return state.drainer()
+      let before = state.watermarksDue.count
+      for (name, progress) in state.topics
+      where !progress.needsSnapshot && nowMillis - progress.lastSentMillis >= intervalMillis && !state.queue.hasEntries(for: name) {
+        state.watermarksDue.insert(name)
+      }
+      return state.watermarksDue.count > before ? state.drainer() : nil
     }
     drainer?.wake()
   }
@@ -204,11 +216,13 @@ public final class Subscription: Sendable {
     try state.withLock { state throws(RPCError) -> [AssembledTopicUpdate]? in
       if let ended = state.ended { throw ended }
       if state.snapshotsDue > 0 { return [] }
+      var updates: [AssembledTopicUpdate] = []
       if !state.queue.isEmpty {
         let topics = state.topics
-        var updates = state.queue.take(limit: maxChanges) { topics[$0]?.epoch ?? 0 }
+        updates = state.queue.take(limit: maxChanges) { topics[$0]?.epoch ?? 0 }
         for index in updates.indices {
           let topic = updates[index].base.topic
+          state.topics[topic]?.lastSentMillis = nowMillis
           if updates[index].base.isSnapshot { continue }
           // Complete through the topic's last queued offset once nothing of it is left;
           // otherwise through this update's last change (what remains supersedes the rest).
@@ -216,17 +230,19 @@ public final class Subscription: Sendable {
             state.queue.hasEntries(for: topic) ? updates[index].lastOffset ?? 0 : topics[topic]?.queuedThrough ?? 0
           updates[index].base.serverTimeMillis = nowMillis
         }
-        state.lastSentMillis = nowMillis
-        return updates
       }
-      guard state.watermarkDue else { return nil }
-      state.watermarkDue = false
-      state.lastSentMillis = nowMillis
-      return state.topics.filter { !$0.value.needsSnapshot }.sorted { $0.key < $1.key }.map { topic, progress in
+      // The due watermarks of the topics with nothing queued, after the others' updates; a
+      // topic with something queued, or sent now, is confirmed by its updates.
+      let sent = Set(updates.map(\.base.topic))
+      for topic in state.watermarksDue.sorted() where !sent.contains(topic) {
+        guard let progress = state.topics[topic], !progress.needsSnapshot, !state.queue.hasEntries(for: topic) else { continue }
         var watermark = EncodedTopicUpdate(topic: topic, epoch: progress.epoch, throughOffset: progress.queuedThrough)
         watermark.serverTimeMillis = nowMillis
-        return AssembledTopicUpdate(watermark)
+        updates.append(AssembledTopicUpdate(watermark))
+        state.topics[topic]?.lastSentMillis = nowMillis
       }
+      state.watermarksDue = []
+      return updates.isEmpty ? nil : updates
     }
   }
 }

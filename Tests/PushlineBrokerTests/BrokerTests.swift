@@ -390,6 +390,25 @@ struct BrokerTests {
     #expect(watermark[0].serverTimeMillis == clock.now)
   }
 
+  /// A quiet topic gets its watermark although the subscription's other topic keeps the
+  /// stream busy; the busy topic, confirmed by its own updates, gets none.
+  @Test func aQuietTopicGetsItsWatermarkWhileAnotherKeepsTheStreamBusy() async throws {
+    let broker = try await makeBroker { $0.watermarkInterval = .seconds(30) }
+    try await broker.publish("quiet", [card("a", 1)])
+    try await broker.publish("busy", [card("b", 1)])
+    let subscription = try broker.subscribe(SubscribeRequest(topics: [TopicPosition(topic: "quiet"), TopicPosition(topic: "busy")]), for: reader)
+    #expect(try ready(subscription).map(\.topic) == ["quiet", "busy"])
+    for second in 1...30 {
+      clock.advance(by: .seconds(1))
+      try await broker.publish("busy", [card("b", second + 1)])
+      broker.tick()
+      let updates = try ready(subscription)
+      #expect(updates.map(\.topic) == (second < 30 ? ["busy"] : ["busy", "quiet"]), "at \(second) s")
+      guard second == 30, let watermark = updates.last else { continue }
+      #expect(watermark.changes.isEmpty && watermark.throughOffset == 1 && watermark.serverTimeMillis == clock.now)
+    }
+  }
+
   @Test func aStreamEndsWhenItsTokenExpires() async throws {
     let broker = try await makeBroker()
     let subscription = try broker.subscribe(
