@@ -49,7 +49,7 @@ struct ServeCommand: AsyncParsableCommand {
   var tokenSecretFile: String?
 
   @Option(help: ArgumentHelp(
-    "Seconds of silence after which a subscriber gets a freshness watermark (default: \(ServeSettings().watermarkInterval)).",
+    "Seconds of silence on a subscribed topic after which it gets a freshness watermark (default: \(ServeSettings().watermarkInterval)).",
     valueName: "seconds"))
   var watermarkInterval: Int?
 
@@ -57,6 +57,21 @@ struct ServeCommand: AsyncParsableCommand {
     "Tombstones kept per topic; resumes from before them get a snapshot (default: \(ServeSettings().tombstoneLimit)).",
     valueName: "count"))
   var tombstoneLimit: Int?
+
+  @Option(help: ArgumentHelp(
+    "Seconds a tombstone is kept at most, checked when its topic is published to (default: \(ServeSettings().tombstoneMaxAge)).",
+    valueName: "seconds"))
+  var tombstoneMaxAge: Int?
+
+  @Option(help: ArgumentHelp(
+    "Changes queued for one subscriber; past it, the topic's queue gives way to a snapshot sent when it catches up (default: \(ServeSettings().maxQueuedChanges)).",
+    valueName: "count"))
+  var maxQueuedChanges: Int?
+
+  @Option(help: ArgumentHelp(
+    "Seconds over which the retry-after hints of the subscriptions a shutdown ends are spread (default: \(ServeSettings().reconnectSpread)).",
+    valueName: "seconds"))
+  var reconnectSpread: Int?
 
   @Option(help: ArgumentHelp(
     "Seconds a publish's idempotency key is remembered (default: \(ServeSettings().idempotencyWindow)).", valueName: "seconds"))
@@ -94,7 +109,8 @@ struct ServeCommand: AsyncParsableCommand {
   var flags: ServeSettings.Layer {
     ServeSettings.Layer(
       host: host, port: port, storage: storage, dataDir: dataDir, watermarkInterval: watermarkInterval,
-      tombstoneLimit: tombstoneLimit, idempotencyWindow: idempotencyWindow, metricsPort: metricsPort,
+      tombstoneLimit: tombstoneLimit, tombstoneMaxAge: tombstoneMaxAge, maxQueuedChanges: maxQueuedChanges,
+      reconnectSpread: reconnectSpread, idempotencyWindow: idempotencyWindow, metricsPort: metricsPort,
       gracePeriod: gracePeriod, lameDuckPeriod: lameDuckPeriod, maxConnectionsPerSecond: maxConnectionsPerSecond,
       maxSubscribesPerSecond: maxSubscribesPerSecond, maxSubscriptionsPerSubject: maxSubscriptionsPerSubject,
       tokenSecret: tokenSecretFile.map { .file($0) })
@@ -144,8 +160,9 @@ extension ServeSettings {
   /// The broker's configuration for these settings.
   var brokerConfiguration: BrokerConfiguration {
     BrokerConfiguration(
-      maxTombstonesPerTopic: tombstoneLimit, idempotencyWindow: .seconds(idempotencyWindow),
-      watermarkInterval: .seconds(watermarkInterval), maxSubscriptionsPerSubject: maxSubscriptionsPerSubject,
+      maxTombstonesPerTopic: tombstoneLimit, maxTombstoneAge: .seconds(tombstoneMaxAge), idempotencyWindow: .seconds(idempotencyWindow),
+      watermarkInterval: .seconds(watermarkInterval), maxQueuedChangesPerSubscription: maxQueuedChanges,
+      maxSubscriptionsPerSubject: maxSubscriptionsPerSubject, reconnectSpread: .seconds(reconnectSpread),
       maxSubscribesPerSecond: maxSubscribesPerSecond)
   }
 }

@@ -10,6 +10,9 @@ extension ServeSettings {
     var dataDir: String?
     var watermarkInterval: Int?
     var tombstoneLimit: Int?
+    var tombstoneMaxAge: Int?
+    var maxQueuedChanges: Int?
+    var reconnectSpread: Int?
     var idempotencyWindow: Int?
     var metricsPort: Int?
     var gracePeriod: Int?
@@ -70,6 +73,8 @@ extension ServeSettings {
   static let fields: [Field] = [
     Field("host", \.host), Field("port", \.port), Field("storage", \.storage), Field("dataDir", \.dataDir),
     Field("watermarkInterval", \.watermarkInterval), Field("tombstoneLimit", \.tombstoneLimit),
+    Field("tombstoneMaxAge", \.tombstoneMaxAge), Field("maxQueuedChanges", \.maxQueuedChanges),
+    Field("reconnectSpread", \.reconnectSpread),
     Field("idempotencyWindow", \.idempotencyWindow), Field("metricsPort", \.metricsPort),
     Field("gracePeriod", \.gracePeriod), Field("lameDuckPeriod", \.lameDuckPeriod),
     Field("maxConnectionsPerSecond", \.maxConnectionsPerSecond), Field("maxSubscribesPerSecond", \.maxSubscribesPerSecond),

@@ -31,10 +31,16 @@ struct ServeSettings: Equatable, Sendable {
   var storage = Storage.sqlite
   /// The directory of the SQLite database.
   var dataDir = "pushline-data"
-  /// Seconds of silence after which a subscriber gets a freshness watermark.
+  /// Seconds of silence on a subscribed topic after which it gets a freshness watermark.
   var watermarkInterval = 30
   /// Tombstones kept per topic before the oldest go.
   var tombstoneLimit = 1000
+  /// Seconds a tombstone is kept at most (checked when its topic is published to).
+  var tombstoneMaxAge = Int(BrokerConfiguration().maxTombstoneAge.components.seconds)
+  /// Changes queued for one subscriber before a topic's queue gives way to a snapshot.
+  var maxQueuedChanges = BrokerConfiguration().maxQueuedChangesPerSubscription
+  /// Seconds over which the retry-after hints of the subscriptions a shutdown ends are spread.
+  var reconnectSpread = Int(BrokerConfiguration().reconnectSpread.components.seconds)
   /// Seconds a publish's idempotency key is remembered.
   var idempotencyWindow = 600
   /// The admin HTTP port for `GET /metrics`; no endpoint if nil.
@@ -81,6 +87,9 @@ extension ServeSettings {
     dataDir = layer.dataDir ?? dataDir
     watermarkInterval = layer.watermarkInterval ?? watermarkInterval
     tombstoneLimit = layer.tombstoneLimit ?? tombstoneLimit
+    tombstoneMaxAge = layer.tombstoneMaxAge ?? tombstoneMaxAge
+    maxQueuedChanges = layer.maxQueuedChanges ?? maxQueuedChanges
+    reconnectSpread = layer.reconnectSpread ?? reconnectSpread
     idempotencyWindow = layer.idempotencyWindow ?? idempotencyWindow
     metricsPort = layer.metricsPort ?? metricsPort
     gracePeriod = layer.gracePeriod ?? gracePeriod
@@ -98,17 +107,20 @@ extension ServeSettings {
     for (key, value) in [("port", port), ("metricsPort", metricsPort ?? 0)] where !(0...65_535).contains(value) {
       throw CommandFailure("\(key) must be 0…65535, not \(value)")
     }
-    guard watermarkInterval > 0 else { throw CommandFailure("watermarkInterval must be positive, not \(watermarkInterval)") }
+    for (key, value) in [("watermarkInterval", watermarkInterval), ("maxQueuedChanges", maxQueuedChanges)] where value <= 0 {
+      throw CommandFailure("\(key) must be positive, not \(value)")
+    }
     let durations = [
       ("watermarkInterval", watermarkInterval), ("idempotencyWindow", idempotencyWindow), ("gracePeriod", gracePeriod),
-      ("lameDuckPeriod", lameDuckPeriod),
+      ("lameDuckPeriod", lameDuckPeriod), ("tombstoneMaxAge", tombstoneMaxAge), ("reconnectSpread", reconnectSpread),
     ]
     for (key, value) in durations where value > SecondsLimit.maximum {
       throw CommandFailure("\(key) must be at most \(SecondsLimit.description), not \(value)")
     }
     let counts = [
       ("tombstoneLimit", tombstoneLimit), ("idempotencyWindow", idempotencyWindow), ("gracePeriod", gracePeriod),
-      ("lameDuckPeriod", lameDuckPeriod), ("maxConnectionsPerSecond", maxConnectionsPerSecond),
+      ("lameDuckPeriod", lameDuckPeriod), ("tombstoneMaxAge", tombstoneMaxAge), ("reconnectSpread", reconnectSpread),
+      ("maxConnectionsPerSecond", maxConnectionsPerSecond),
       ("maxSubscribesPerSecond", maxSubscribesPerSecond), ("maxSubscriptionsPerSubject", maxSubscriptionsPerSubject),
     ]
     for (key, value) in counts where value < 0 {

@@ -45,18 +45,20 @@ struct ServeSettingsTests {
   @Test func everySettingHasAVariableAndAKey() throws {
     #expect(ServeSettings.fields.map(\.environmentVariable) == [
       "PUSHLINE_HOST", "PUSHLINE_PORT", "PUSHLINE_STORAGE", "PUSHLINE_DATA_DIR", "PUSHLINE_WATERMARK_INTERVAL",
-      "PUSHLINE_TOMBSTONE_LIMIT", "PUSHLINE_IDEMPOTENCY_WINDOW", "PUSHLINE_METRICS_PORT", "PUSHLINE_GRACE_PERIOD",
+      "PUSHLINE_TOMBSTONE_LIMIT", "PUSHLINE_TOMBSTONE_MAX_AGE", "PUSHLINE_MAX_QUEUED_CHANGES", "PUSHLINE_RECONNECT_SPREAD",
+      "PUSHLINE_IDEMPOTENCY_WINDOW", "PUSHLINE_METRICS_PORT", "PUSHLINE_GRACE_PERIOD",
       "PUSHLINE_LAME_DUCK_PERIOD", "PUSHLINE_MAX_CONNECTIONS_PER_SECOND", "PUSHLINE_MAX_SUBSCRIBES_PER_SECOND",
       "PUSHLINE_MAX_SUBSCRIPTIONS_PER_SUBJECT",
       "PUSHLINE_TOKEN_SECRET_FILE",
     ])
     let expected = ServeSettings(
       host: "0.0.0.0", port: 7500, storage: .memory, dataDir: "/data", watermarkInterval: 5, tombstoneLimit: 7,
-      idempotencyWindow: 60, metricsPort: 9400, gracePeriod: 2, lameDuckPeriod: 4, maxConnectionsPerSecond: 300,
+      tombstoneMaxAge: 3600, maxQueuedChanges: 900, reconnectSpread: 3, idempotencyWindow: 60, metricsPort: 9400, gracePeriod: 2, lameDuckPeriod: 4, maxConnectionsPerSecond: 300,
       maxSubscribesPerSecond: 200, maxSubscriptionsPerSubject: 5, tokenSecret: .file("/run/secret"))
     let environment = [
       "PUSHLINE_HOST": "0.0.0.0", "PUSHLINE_PORT": "7500", "PUSHLINE_STORAGE": "memory", "PUSHLINE_DATA_DIR": "/data",
-      "PUSHLINE_WATERMARK_INTERVAL": "5", "PUSHLINE_TOMBSTONE_LIMIT": "7", "PUSHLINE_IDEMPOTENCY_WINDOW": "60",
+      "PUSHLINE_WATERMARK_INTERVAL": "5", "PUSHLINE_TOMBSTONE_LIMIT": "7", "PUSHLINE_TOMBSTONE_MAX_AGE": "3600",
+      "PUSHLINE_MAX_QUEUED_CHANGES": "900", "PUSHLINE_RECONNECT_SPREAD": "3", "PUSHLINE_IDEMPOTENCY_WINDOW": "60",
       "PUSHLINE_METRICS_PORT": "9400", "PUSHLINE_GRACE_PERIOD": "2", "PUSHLINE_LAME_DUCK_PERIOD": "4",
       "PUSHLINE_MAX_CONNECTIONS_PER_SECOND": "300", "PUSHLINE_MAX_SUBSCRIBES_PER_SECOND": "200",
       "PUSHLINE_MAX_SUBSCRIPTIONS_PER_SUBJECT": "5", "PUSHLINE_TOKEN_SECRET_FILE": "/run/secret",
@@ -64,7 +66,7 @@ struct ServeSettingsTests {
     #expect(try Self.merge(environment: environment) == expected)
     let file = """
       {"host": "0.0.0.0", "port": 7500, "storage": "memory", "dataDir": "/data", "watermarkInterval": 5,
-       "tombstoneLimit": 7, "idempotencyWindow": 60, "metricsPort": 9400, "gracePeriod": 2, "lameDuckPeriod": 4,
+       "tombstoneLimit": 7, "tombstoneMaxAge": 3600, "maxQueuedChanges": 900, "reconnectSpread": 3, "idempotencyWindow": 60, "metricsPort": 9400, "gracePeriod": 2, "lameDuckPeriod": 4,
        "maxConnectionsPerSecond": 300, "maxSubscribesPerSecond": 200, "maxSubscriptionsPerSubject": 5,
        "tokenSecretFile": "/run/secret"}
       """
@@ -75,23 +77,31 @@ struct ServeSettingsTests {
     let command = try ServeCommand.parse([
       "--config", "serve.json", "--port", "0", "--storage", "memory", "--data-dir", "d", "--grace-period", "3",
       "--metrics-port", "9400", "--token-secret-file", "s", "--lame-duck-period", "1", "--max-connections-per-second", "50",
-      "--max-subscribes-per-second", "0", "--max-subscriptions-per-subject", "3",
+      "--max-subscribes-per-second", "0", "--max-subscriptions-per-subject", "3", "--tombstone-max-age", "60",
+      "--max-queued-changes", "500", "--reconnect-spread", "2",
     ])
     #expect(command.config == "serve.json")
     #expect(
       command.flags
         == Layer(
-          port: 0, storage: .memory, dataDir: "d", metricsPort: 9400, gracePeriod: 3, lameDuckPeriod: 1,
+          port: 0, storage: .memory, dataDir: "d", tombstoneMaxAge: 60, maxQueuedChanges: 500, reconnectSpread: 2,
+          metricsPort: 9400, gracePeriod: 3, lameDuckPeriod: 1,
           maxConnectionsPerSecond: 50, maxSubscribesPerSecond: 0, maxSubscriptionsPerSubject: 3, tokenSecret: .file("s")))
     #expect(try ServeCommand.parse([]).flags == Layer())
   }
 
   @Test func theBrokerIsConfiguredFromTheSettings() {
     let configuration = ServeSettings(
-      tombstoneLimit: 9, idempotencyWindow: 8, maxSubscribesPerSecond: 7, maxSubscriptionsPerSubject: 6
+      tombstoneLimit: 9, tombstoneMaxAge: 5, maxQueuedChanges: 4, reconnectSpread: 3, idempotencyWindow: 8,
+      maxSubscribesPerSecond: 7, maxSubscriptionsPerSubject: 6
     ).brokerConfiguration
     #expect(configuration.maxTombstonesPerTopic == 9 && configuration.idempotencyWindow == .seconds(8))
     #expect(configuration.maxSubscribesPerSecond == 7 && configuration.maxSubscriptionsPerSubject == 6)
+    #expect(configuration.maxTombstoneAge == .seconds(5) && configuration.maxQueuedChangesPerSubscription == 4)
+    #expect(configuration.reconnectSpread == .seconds(3))
+    let defaults = ServeSettings().brokerConfiguration, broker = BrokerConfiguration()
+    #expect(defaults.maxTombstoneAge == broker.maxTombstoneAge && defaults.reconnectSpread == broker.reconnectSpread)
+    #expect(defaults.maxQueuedChangesPerSubscription == broker.maxQueuedChangesPerSubscription)
   }
 
   @Test func anEmptyVariableCountsAsUnset() throws {
@@ -146,6 +156,9 @@ struct ServeSettingsTests {
     (["PUSHLINE_PORT": "70000"], nil, "port must be 0…65535, not 70000"),
     ([:], #"{"metricsPort": -1}"#, "metricsPort must be 0…65535, not -1"),
     ([:], #"{"watermarkInterval": 0}"#, "watermarkInterval must be positive, not 0"),
+    (["PUSHLINE_MAX_QUEUED_CHANGES": "0"], nil, "maxQueuedChanges must be positive, not 0"),
+    ([:], #"{"tombstoneMaxAge": -1}"#, "tombstoneMaxAge must not be negative, not -1"),
+    (["PUSHLINE_RECONNECT_SPREAD": "31536001"], nil, "reconnectSpread must be at most 31536000 seconds (a year), not 31536001"),
     (["PUSHLINE_GRACE_PERIOD": "-1"], nil, "gracePeriod must not be negative, not -1"),
     ([:], #"{"maxConnectionsPerSecond": -5}"#, "maxConnectionsPerSecond must not be negative, not -5"),
     (["PUSHLINE_MAX_SUBSCRIBES_PER_SECOND": "-1"], nil, "maxSubscribesPerSecond must not be negative, not -1"),
