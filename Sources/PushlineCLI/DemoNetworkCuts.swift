@@ -41,7 +41,7 @@ struct DemoNetworkCuts: TrackerConnector {
 
     func cards(in topic: String) async throws -> TopicUpdate { try await inner.cards(in: topic) }
 
-    func established() async throws { try await inner.established() }
+    func established() async throws -> Int64? { try await inner.established() }
 
     func updates(from positions: [TopicPosition]) -> AsyncThrowingStream<TopicUpdate, any Error> {
       let upstream = inner.updates(from: positions)

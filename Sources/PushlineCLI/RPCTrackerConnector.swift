@@ -25,8 +25,8 @@ struct RPCTrackerConnector: TrackerConnector {
       try await connection.unary(BrokerService.getCardsMethod, request: GetCardsRequest(topic: topic), response: TopicUpdate.self)
     }
 
-    func established() async throws {
-      try await connection.handshake()
+    func established() async throws -> Int64? {
+      try await connection.handshake().serverTimeMillis
     }
 
     func updates(from positions: [TopicPosition]) -> AsyncThrowingStream<TopicUpdate, any Error> {

@@ -67,7 +67,7 @@ public final class ConnectionManager: Sendable {
           try await withThrowingTaskGroup(of: Void.self) { group in
             // The services' first calls go out with the handshake; live once it is answered.
             for service in services { group.addTask { try await service.run(in: session, tracker: self.tracker) } }
-            try await session.established()
+            if let serverTimeMillis = try await session.established() { tracker.correctClock(serverTimeMillis: serverTimeMillis) }
             update(.live)
             failures = 0
             attempts = 0

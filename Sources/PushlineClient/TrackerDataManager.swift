@@ -58,8 +58,8 @@ public final class TrackerDataManager: Sendable {
     var announced: [String: Int64] = [:]
     var privacy = false
     var connection = ConnectionState()
-    /// Broker clock minus client clock, from the latest update's server time; within
-    /// ±``TrackerDataManager/maximumSkewMillis``.
+    /// Broker clock minus client clock, from the latest handshake's or update's server time;
+    /// within ±``TrackerDataManager/maximumSkewMillis``.
     var skewMillis: Int64 = 0
     var modes = TrackerModes.empty
     /// Counts applies; `modes` reflects the cache as of `publishedGeneration`.
@@ -169,6 +169,15 @@ public final class TrackerDataManager: Sendable {
         self.publish()
       }
     }
+  }
+
+  /// Corrects the client's clock by the broker's, `serverTimeMillis` read now (a handshake's),
+  /// and re-evaluates expiry with it: the cards shown from the cache before the first update
+  /// arrives expire by the broker's clock, not a wrong local one.
+  public func correctClock(serverTimeMillis: Int64) {
+    guard let skew = Self.skew(serverTimeMillis: serverTimeMillis, nowMillis: configuration.nowMillis()) else { return }
+    state.withLock { $0.skewMillis = skew }
+    publish()
   }
 
   /// Shows or hides amounts everywhere.

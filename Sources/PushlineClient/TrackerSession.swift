@@ -11,12 +11,15 @@ public protocol TrackerSession: Sendable {
   func updates(from positions: [TopicPosition]) -> AsyncThrowingStream<TopicUpdate, any Error>
   /// Returns once the broker has accepted the connection (its handshake), or throws why not: a
   /// transport may send the first calls before that, so a session is not live until then.
-  func established() async throws
+  /// Returns the broker's clock at the handshake, in Unix milliseconds, when the transport
+  /// learns it there: the tracker corrects its own clock with it before any update arrives.
+  func established() async throws -> Int64?
 }
 
 extension TrackerSession {
-  /// A session that exists only once its connection is accepted (in process, in tests).
-  public func established() async throws {}
+  /// A session that exists only once its connection is accepted (in process, in tests), with
+  /// no handshake to tell the broker's clock.
+  public func established() async throws -> Int64? { nil }
 }
 
 /// Opens sessions: connects, runs `body` with the live session, and disconnects when it returns.

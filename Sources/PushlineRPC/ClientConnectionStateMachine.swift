@@ -38,10 +38,16 @@ public struct ClientConnectionStateMachine: Sendable {
 
   /// The connection as the server's handshake settled it.
   public struct Server: Hashable, Sendable {
+    /// The protocol version both sides speak.
     public var version: UInt32
+    /// How messages may be compressed on this connection.
     public var compression: Compression
+    /// The limits in force on this connection: the smaller of each side's.
     public var limits: ConnectionLimits
+    /// The server's clock when it answered, in Unix milliseconds, for a client to correct its
+    /// own by.
     public var serverTimeMillis: Int64?
+    /// How often the server expects to hear from an idle client, in milliseconds.
     public var keepaliveIntervalMillis: UInt32?
   }
 

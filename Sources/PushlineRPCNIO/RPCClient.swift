@@ -63,7 +63,7 @@ public enum RPCClient {
     }
     do {
       let result = try await body(connection)
-      try await connection.handshake()  // a refused handshake throws, even when `body` made no call
+      _ = try await connection.handshake()  // a refused handshake throws, even when `body` made no call
       await connection.close()
       return result
     } catch {

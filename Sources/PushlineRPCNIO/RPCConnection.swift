@@ -1,5 +1,5 @@
 import NIOCore
-import PushlineRPC
+public import PushlineRPC
 import PushlineSchema
 public import PushlineWire
 import Synchronization
@@ -51,15 +51,13 @@ public final class RPCConnection: Sendable {
     self.handler = handler
   }
 
-  /// Returns once the server has answered the handshake, or throws ``RPCError`` with its
-  /// refusal (UNAVAILABLE and a retry-after hint past its accept rate) or the connection's end:
-  /// calls need not wait for it, but a client that reports itself connected should.
-  public func handshake() async throws {
-    _ = try await ready()
-  }
-
-  /// Waits for the handshake and returns what it settled.
-  func ready() async throws -> ClientConnectionStateMachine.Server {
+  /// Returns what the server's handshake settled — among it the server's clock, for a client
+  /// to correct its own before it enforces `expiresAt` — once the server has answered, or
+  /// throws ``RPCError`` with its refusal (UNAVAILABLE and a retry-after hint past its accept
+  /// rate) or the connection's end: calls need not wait for it, but a client that reports
+  /// itself connected should.
+  @discardableResult
+  public func handshake() async throws -> ClientConnectionStateMachine.Server {
     try await withCheckedThrowingContinuation { settled in
       onLoop { $0.handshake.whenComplete { settled.resume(with: $0) } }
     }

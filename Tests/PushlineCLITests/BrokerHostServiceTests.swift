@@ -35,13 +35,17 @@ struct BrokerHostServiceTests {
     let brokerHost = BrokerHost(
       storage: InMemoryBrokerStorage(), configuration: BrokerConfiguration(),
       secret: Array("0123456789abcdef0123456789abcdef".utf8), host: "127.0.0.1", port: 0)
-    let agreed = try await brokerHost.run { running in
+    let before = WallClock.systemMillis()
+    let server = try await brokerHost.run { running in
       var configuration = ClientConnectionStateMachine.Configuration(compressions: [])
       configuration.limits.maxConcurrentCalls = 100_000
       return try await RPCClient.withConnection(host: "127.0.0.1", port: running.address.port!, configuration: configuration) {
-        try await $0.ready().limits
+        try await $0.handshake()
       }
     }
+    // The handshake tells the client the server's clock, for it to correct its own.
+    #expect((before...WallClock.systemMillis()).contains(server.serverTimeMillis ?? 0))
+    let agreed = server.limits
     #expect(agreed == BrokerService.connectionLimits)
     #expect(agreed.maxConcurrentCalls == 8_192)
   }

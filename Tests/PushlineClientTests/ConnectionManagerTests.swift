@@ -17,10 +17,15 @@ final class ScriptedConnector: TrackerConnector {
   }
 
   private let steps: Mutex<[Step]>
+  /// The broker's clock each handshake tells, if any.
+  let handshakeClock: Int64?
   let requestedPositions = Mutex<[[TopicPosition]]>([])
   let pulls = Mutex(0)
 
-  init(_ steps: [Step]) { self.steps = Mutex(steps) }
+  init(_ steps: [Step], handshakeClock: Int64? = nil) {
+    self.steps = Mutex(steps)
+    self.handshakeClock = handshakeClock
+  }
 
   func withSession(_ body: (any TrackerSession) async throws -> Void) async throws {
     guard let step = steps.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else {
@@ -41,8 +46,9 @@ final class ScriptedConnector: TrackerConnector {
     let error: any Error
     var handshakeError: (any Error)?
 
-    func established() async throws {
+    func established() async throws -> Int64? {
       if let handshakeError { throw handshakeError }
+      return connector.handshakeClock
     }
 
     func cards(in topic: String) async throws -> TopicUpdate {
@@ -85,6 +91,20 @@ struct ConnectionManagerTests {
     // A session reported live would reset the backoff: 250 ms each time.
     let (_, _, sleeps) = try await run(connector)
     #expect(Array(sleeps.prefix(3)) == [.milliseconds(250), .milliseconds(500), .seconds(1)])
+  }
+
+  /// The handshake's server time corrects the client's clock before any update does: a card
+  /// whose `expiresAt` has passed by the broker's clock, 100 s ahead, is not shown, though the
+  /// snapshot carries no server time and the client's clock says it has 50 s to go.
+  @Test func theHandshakesClockCorrectsExpiry() async throws {
+    let drop = RPCError(code: .unavailable, message: "cut")
+    var snapshot = update("t", from: 1, [card("a", priority: 1, expiresAt: (clock.now + 50_000) / 1000)], snapshot: true)
+    snapshot.serverTimeMillis = nil
+    let steps: [ScriptedConnector.Step] = [.serve(snapshot: snapshot, updates: [], then: drop)]
+    let (corrected, _, _) = try await run(ScriptedConnector(steps, handshakeClock: clock.now + 100_000))
+    #expect(corrected.modes.browse.isEmpty)
+    let (uncorrected, _, _) = try await run(ScriptedConnector(steps))
+    #expect(uncorrected.modes.browse.map(\.cardID) == ["a"])
   }
 
   @Test func failuresBackOffExponentiallyUpToTheCapAndALiveSessionResetsIt() async throws {
