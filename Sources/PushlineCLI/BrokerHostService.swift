@@ -22,3 +22,9 @@ struct BrokerHostService: Service {
     }
   }
 }
+
+/// ServiceLifecycle logs its services (at `debug`): the description names the broker's address
+/// and leaves out the token secret its host holds.
+extension BrokerHostService: CustomStringConvertible {
+  var description: String { "BrokerHostService(\(brokerHost.host):\(brokerHost.port))" }
+}

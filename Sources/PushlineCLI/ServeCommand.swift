@@ -105,6 +105,11 @@ struct ServeCommand: AsyncParsableCommand {
     valueName: "count"))
   var maxSubscriptionsPerSubject: Int?
 
+  @Option(help: ArgumentHelp(
+    "The least severe level logged to standard error: trace, debug (each refused connection too), info, notice, warning, error or critical (default: \(ServeSettings().logLevel.rawValue)).",
+    valueName: "level"))
+  var logLevel: ServeSettings.LogLevel?
+
   /// The settings the flags give; the others come from the environment and the config file.
   var flags: ServeSettings.Layer {
     ServeSettings.Layer(
@@ -113,7 +118,7 @@ struct ServeCommand: AsyncParsableCommand {
       reconnectSpread: reconnectSpread, idempotencyWindow: idempotencyWindow, metricsPort: metricsPort,
       gracePeriod: gracePeriod, lameDuckPeriod: lameDuckPeriod, maxConnectionsPerSecond: maxConnectionsPerSecond,
       maxSubscribesPerSecond: maxSubscribesPerSecond, maxSubscriptionsPerSubject: maxSubscriptionsPerSubject,
-      tokenSecret: tokenSecretFile.map { .file($0) })
+      tokenSecret: tokenSecretFile.map { .file($0) }, logLevel: logLevel)
   }
 
   func run() async throws {
@@ -122,7 +127,13 @@ struct ServeCommand: AsyncParsableCommand {
     let secret = try settings.readTokenSecret(environment: environment)
     let registry = PrometheusCollectorRegistry()
     MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+    LoggingSystem.bootstrap { label in
+      var handler = StreamLogHandler.standardError(label: label)
+      handler.logLevel = settings.logLevel.level
+      return handler
+    }
     let logger = Logger(label: "pushline.serve")
+    logger.info("starting", metadata: settings.logMetadata)
     do {
       let store: any BrokerStorage =
         settings.storage == .memory ? InMemoryBrokerStorage() : try SQLiteBrokerStorage(directory: settings.dataDir)
@@ -157,6 +168,19 @@ struct ServeCommand: AsyncParsableCommand {
 }
 
 extension ServeSettings {
+  /// The settings as log metadata, one entry each (for the secret, where it comes from, never
+  /// the secret): what a server runs with belongs in its log.
+  var logMetadata: Logger.Metadata {
+    Logger.Metadata(
+      uniqueKeysWithValues: Mirror(reflecting: self).children.compactMap { child in
+        child.label.map { label in
+          let value = Mirror(reflecting: child.value)
+          guard value.displayStyle == .optional else { return (label, .string("\(child.value)")) }
+          return (label, .string(value.children.first.map { "\($0.value)" } ?? "none"))
+        }
+      })
+  }
+
   /// The broker's configuration for these settings.
   var brokerConfiguration: BrokerConfiguration {
     BrokerConfiguration(

@@ -21,6 +21,7 @@ extension ServeSettings {
     var maxSubscribesPerSecond: Int?
     var maxSubscriptionsPerSubject: Int?
     var tokenSecret: TokenSecretSource?
+    var logLevel: LogLevel?
 
     /// This layer, with each setting it lacks taken from `lower`.
     func filled(from lower: Layer) -> Layer {
@@ -79,6 +80,7 @@ extension ServeSettings {
     Field("gracePeriod", \.gracePeriod), Field("lameDuckPeriod", \.lameDuckPeriod),
     Field("maxConnectionsPerSecond", \.maxConnectionsPerSecond), Field("maxSubscribesPerSecond", \.maxSubscribesPerSecond),
     Field("maxSubscriptionsPerSubject", \.maxSubscriptionsPerSubject), Field("tokenSecretFile", \.tokenSecret),
+    Field("logLevel", \.logLevel),
   ]
 }
 

@@ -57,6 +57,8 @@ struct ServeSettings: Equatable, Sendable {
   var maxSubscriptionsPerSubject = BrokerConfiguration().maxSubscriptionsPerSubject
   /// Nil when no source names one; reading the secret then fails (see ``readTokenSecret(environment:)``).
   var tokenSecret: TokenSecretSource?
+  /// The least severe level logged: `debug` adds each connection refused or timed out.
+  var logLevel = LogLevel.info
 }
 
 extension ServeSettings {
@@ -98,6 +100,7 @@ extension ServeSettings {
     maxSubscribesPerSecond = layer.maxSubscribesPerSecond ?? maxSubscribesPerSecond
     maxSubscriptionsPerSubject = layer.maxSubscriptionsPerSubject ?? maxSubscriptionsPerSubject
     tokenSecret = layer.tokenSecret ?? tokenSecret
+    logLevel = layer.logLevel ?? logLevel
     try check()
   }
 

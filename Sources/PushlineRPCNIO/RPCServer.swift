@@ -1,4 +1,5 @@
 public import CoreMetrics
+public import Logging
 public import NIOCore
 import NIOPosix
 public import PushlineRPC
@@ -46,12 +47,17 @@ public struct RPCServer: Sendable {
     /// `pushline_connections_accepted_total`, `pushline_connections_refused_total`);
     /// swift-metrics' global factory by default.
     public var metrics: any MetricsFactory
+    /// Where the server logs what operators should know: where it listens, its shutdown, and
+    /// each connection it closes for breaking the protocol (at `notice`) or for other reasons
+    /// (at `debug`, as a reconnect storm's refusals are many).
+    public var logger: Logger
 
     /// A configuration listening on `host`:`port`.
     public init(
       host: String = "127.0.0.1", port: Int = 7400, connection: ServerConnectionStateMachine.Configuration = .init(),
       idleTimeout: Duration = .seconds(75), handshakeTimeout: Duration = .seconds(10), gracePeriod: Duration = .seconds(10),
-      lameDuckPeriod: Duration = .zero, maxConnectionsPerSecond: Int = 0, metrics: any MetricsFactory = MetricsSystem.factory
+      lameDuckPeriod: Duration = .zero, maxConnectionsPerSecond: Int = 0, metrics: any MetricsFactory = MetricsSystem.factory,
+      logger: Logger = Logger(label: "pushline.rpc")
     ) {
       self.host = host
       self.port = port
@@ -62,6 +68,7 @@ public struct RPCServer: Sendable {
       self.lameDuckPeriod = lameDuckPeriod
       self.maxConnectionsPerSecond = maxConnectionsPerSecond
       self.metrics = metrics
+      self.logger = logger
     }
   }
 
@@ -85,6 +92,7 @@ public struct RPCServer: Sendable {
   public func withRunningServer<Result: Sendable>(_ body: (SocketAddress) async throws -> Result) async throws -> Result {
     let connections = ConnectionRegistry(metrics: configuration.metrics)
     let listener = try await bind(registeringIn: connections)
+    configuration.logger.info("listening", metadata: ["address": "\(listener.localAddress.map { "\($0)" } ?? "?")"])
     let result: Result
     do {
       result = try await body(listener.localAddress!)
@@ -95,6 +103,8 @@ public struct RPCServer: Sendable {
       throw error
     }
     try? await listener.close()
+    configuration.logger.info(
+      "shutting down: a GOAWAY to each connection", metadata: ["lameDuckPeriod": "\(configuration.lameDuckPeriod)"])
     connections.shutDown(spreadOver: configuration.lameDuckPeriod)
     await withTaskCancellationHandler {
       await connections.waitUntilEmpty()
@@ -152,7 +162,8 @@ public struct RPCServer: Sendable {
       IdleConnectionHandler(readTimeout: TimeAmount(configuration.idleTimeout)),
       ServerConnectionHandler(
         router: router, configuration: configuration.connection, gracePeriod: TimeAmount(configuration.gracePeriod),
-        handshakeTimeout: TimeAmount(configuration.handshakeTimeout), refusal: refusal, pumps: pumps),
+        handshakeTimeout: TimeAmount(configuration.handshakeTimeout), refusal: refusal, pumps: pumps,
+        logger: configuration.logger),
     ]
   }
 }

@@ -1,6 +1,8 @@
+import Logging
 import NIOCore
 import PushlineRPC
 import PushlineSchema
+import PushlineWire
 
 /// Serves one connection on its event loop: it drives a ``ServerConnectionStateMachine`` with
 /// the frames read and executes the machine's actions there, with no task or actor between the
@@ -92,6 +94,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private var burstActions: [ServerConnectionStateMachine.Action] = []
   private let router: RPCRouter
   private let gracePeriod: TimeAmount
+  private let logger: Logger
   private var peer: ServerConnectionStateMachine.Peer?
   private var calls: [UInt32: Call] = [:]
   /// The unary handler tasks started and not yet returned.
@@ -135,7 +138,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// the handler is added gets a GOAWAY, and the connection closes.
   init(
     router: RPCRouter, configuration: ServerConnectionStateMachine.Configuration, gracePeriod: TimeAmount,
-    handshakeTimeout: TimeAmount? = nil, refusal: RPCError? = nil, pumps: PumpScheduler? = nil
+    handshakeTimeout: TimeAmount? = nil, refusal: RPCError? = nil, pumps: PumpScheduler? = nil,
+    logger: Logger = Logger(label: "pushline.rpc")
   ) {
     handshakeDeadline = handshakeTimeout.map(HandshakeDeadline.State.due) ?? .none
     var configuration = configuration
@@ -144,6 +148,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     self.router = router
     self.gracePeriod = gracePeriod
     self.pumps = pumps
+    self.logger = logger
   }
 
   /// Whether `callID` is in progress. (`calls[callID] != nil` would copy the call out of the
@@ -236,6 +241,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
   func errorCaught(context: ChannelHandlerContext, error: any Error) {
     guard let violation = error as? ProtocolViolation else {
+      logger.debug("closing a connection after an error", metadata: ["peer": "\(context.remoteAddress.map { "\($0)" } ?? "?")", "error": "\(error)"])
       context.close(promise: nil)
       return
     }
@@ -434,7 +440,25 @@ final class ServerConnectionHandler: ChannelInboundHandler {
       case .pongReceived:
         break
       case .close(let elements):
+        logClosing(after: elements)
         output?.close(after: elements)
+      }
+    }
+  }
+
+  /// Logs why the connection closes, as its GOAWAY among `elements` says: at `notice` when
+  /// the peer broke the protocol, at `debug` when the server refused or retired it (past the
+  /// accept rate, no handshake in time, shutdown), which a reconnect storm does by thousands.
+  private func logClosing(after elements: [ConnectionElement]) {
+    for case .frame(let frame) in elements where frame.kind == .goAway {
+      guard let goAway = try? GoAway(serializedBytes: frame.payload) else { continue }
+      let metadata: Logger.Metadata = [
+        "peer": "\(context?.remoteAddress.map { "\($0)" } ?? "?")", "code": "\(goAway.code ?? 0)", "reason": "\(goAway.message ?? "")",
+      ]
+      if goAway.code == StatusCode.unavailable.rawValue || goAway.retryAfterMillis != nil {
+        logger.debug("closing a connection", metadata: metadata)
+      } else {
+        logger.notice("closing a connection that broke the protocol", metadata: metadata)
       }
     }
   }

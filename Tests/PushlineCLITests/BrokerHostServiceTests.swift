@@ -29,6 +29,17 @@ struct BrokerHostServiceTests {
     #expect(events.withLock { $0 } == ["serving", "stopping"])
   }
 
+  /// ServiceLifecycle logs each service's description at `debug`: it names the address and
+  /// not the token secret.
+  @Test func theServiceDescribesItselfWithoutTheSecret() {
+    let secret = Array("0123456789abcdef0123456789abcdef".utf8)
+    let service = BrokerHostService(
+      brokerHost: BrokerHost(storage: InMemoryBrokerStorage(), configuration: BrokerConfiguration(), secret: secret, host: "127.0.0.1", port: 7400),
+      onServing: { _ in }, onStopping: {})
+    #expect("\(service)" == "BrokerHostService(127.0.0.1:7400)")
+    #expect(!"\(service)".contains("\(secret)") && !"\(service)".contains("0123456789abcdef"))
+  }
+
   /// A publisher may keep thousands of publishes in flight on one connection: the broker
   /// announces its own concurrent-call limit, not the protocol's default of 100.
   @Test func theBrokerAnnouncesItsConcurrentCallLimit() async throws {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import PushlineBroker
 import Testing
 
@@ -49,26 +50,26 @@ struct ServeSettingsTests {
       "PUSHLINE_IDEMPOTENCY_WINDOW", "PUSHLINE_METRICS_PORT", "PUSHLINE_GRACE_PERIOD",
       "PUSHLINE_LAME_DUCK_PERIOD", "PUSHLINE_MAX_CONNECTIONS_PER_SECOND", "PUSHLINE_MAX_SUBSCRIBES_PER_SECOND",
       "PUSHLINE_MAX_SUBSCRIPTIONS_PER_SUBJECT",
-      "PUSHLINE_TOKEN_SECRET_FILE",
+      "PUSHLINE_TOKEN_SECRET_FILE", "PUSHLINE_LOG_LEVEL",
     ])
     let expected = ServeSettings(
       host: "0.0.0.0", port: 7500, storage: .memory, dataDir: "/data", watermarkInterval: 5, tombstoneLimit: 7,
       tombstoneMaxAge: 3600, maxQueuedChanges: 900, reconnectSpread: 3, idempotencyWindow: 60, metricsPort: 9400, gracePeriod: 2, lameDuckPeriod: 4, maxConnectionsPerSecond: 300,
-      maxSubscribesPerSecond: 200, maxSubscriptionsPerSubject: 5, tokenSecret: .file("/run/secret"))
+      maxSubscribesPerSecond: 200, maxSubscriptionsPerSubject: 5, tokenSecret: .file("/run/secret"), logLevel: .debug)
     let environment = [
       "PUSHLINE_HOST": "0.0.0.0", "PUSHLINE_PORT": "7500", "PUSHLINE_STORAGE": "memory", "PUSHLINE_DATA_DIR": "/data",
       "PUSHLINE_WATERMARK_INTERVAL": "5", "PUSHLINE_TOMBSTONE_LIMIT": "7", "PUSHLINE_TOMBSTONE_MAX_AGE": "3600",
       "PUSHLINE_MAX_QUEUED_CHANGES": "900", "PUSHLINE_RECONNECT_SPREAD": "3", "PUSHLINE_IDEMPOTENCY_WINDOW": "60",
       "PUSHLINE_METRICS_PORT": "9400", "PUSHLINE_GRACE_PERIOD": "2", "PUSHLINE_LAME_DUCK_PERIOD": "4",
       "PUSHLINE_MAX_CONNECTIONS_PER_SECOND": "300", "PUSHLINE_MAX_SUBSCRIBES_PER_SECOND": "200",
-      "PUSHLINE_MAX_SUBSCRIPTIONS_PER_SUBJECT": "5", "PUSHLINE_TOKEN_SECRET_FILE": "/run/secret",
+      "PUSHLINE_MAX_SUBSCRIPTIONS_PER_SUBJECT": "5", "PUSHLINE_TOKEN_SECRET_FILE": "/run/secret", "PUSHLINE_LOG_LEVEL": "debug",
     ]
     #expect(try Self.merge(environment: environment) == expected)
     let file = """
       {"host": "0.0.0.0", "port": 7500, "storage": "memory", "dataDir": "/data", "watermarkInterval": 5,
        "tombstoneLimit": 7, "tombstoneMaxAge": 3600, "maxQueuedChanges": 900, "reconnectSpread": 3, "idempotencyWindow": 60, "metricsPort": 9400, "gracePeriod": 2, "lameDuckPeriod": 4,
        "maxConnectionsPerSecond": 300, "maxSubscribesPerSecond": 200, "maxSubscriptionsPerSubject": 5,
-       "tokenSecretFile": "/run/secret"}
+       "tokenSecretFile": "/run/secret", "logLevel": "debug"}
       """
     #expect(try Self.merge(file: file) == expected)
   }
@@ -78,7 +79,7 @@ struct ServeSettingsTests {
       "--config", "serve.json", "--port", "0", "--storage", "memory", "--data-dir", "d", "--grace-period", "3",
       "--metrics-port", "9400", "--token-secret-file", "s", "--lame-duck-period", "1", "--max-connections-per-second", "50",
       "--max-subscribes-per-second", "0", "--max-subscriptions-per-subject", "3", "--tombstone-max-age", "60",
-      "--max-queued-changes", "500", "--reconnect-spread", "2",
+      "--max-queued-changes", "500", "--reconnect-spread", "2", "--log-level", "warning",
     ])
     #expect(command.config == "serve.json")
     #expect(
@@ -86,7 +87,8 @@ struct ServeSettingsTests {
         == Layer(
           port: 0, storage: .memory, dataDir: "d", tombstoneMaxAge: 60, maxQueuedChanges: 500, reconnectSpread: 2,
           metricsPort: 9400, gracePeriod: 3, lameDuckPeriod: 1,
-          maxConnectionsPerSecond: 50, maxSubscribesPerSecond: 0, maxSubscriptionsPerSubject: 3, tokenSecret: .file("s")))
+          maxConnectionsPerSecond: 50, maxSubscribesPerSecond: 0, maxSubscriptionsPerSubject: 3, tokenSecret: .file("s"),
+          logLevel: .warning))
     #expect(try ServeCommand.parse([]).flags == Layer())
   }
 
@@ -102,6 +104,16 @@ struct ServeSettingsTests {
     let defaults = ServeSettings().brokerConfiguration, broker = BrokerConfiguration()
     #expect(defaults.maxTombstoneAge == broker.maxTombstoneAge && defaults.reconnectSpread == broker.reconnectSpread)
     #expect(defaults.maxQueuedChangesPerSubscription == broker.maxQueuedChangesPerSubscription)
+  }
+
+  /// `serve` logs the settings it runs with, each once, and where the secret comes from, never
+  /// the secret.
+  @Test func theSettingsAreLoggedWithoutTheSecret() throws {
+    let settings = try Self.merge(environment: ["PUSHLINE_TOKEN_SECRET": "s3cret", "PUSHLINE_PORT": "7500"])
+    let metadata = settings.logMetadata
+    #expect(metadata["port"] == "7500" && metadata["metricsPort"] == "none" && metadata["tokenSecret"] == "environment")
+    #expect(metadata["logLevel"] == "info" && metadata.count == Mirror(reflecting: settings).children.count)
+    #expect(!metadata.values.contains { "\($0)".contains("s3cret") })
   }
 
   @Test func anEmptyVariableCountsAsUnset() throws {
@@ -153,6 +165,7 @@ struct ServeSettingsTests {
   @Test("bad values", arguments: [
     (["PUSHLINE_PORT": "x"], nil, #"PUSHLINE_PORT must be an integer, not "x""#),
     (["PUSHLINE_STORAGE": "disk"], nil, #"PUSHLINE_STORAGE must be "sqlite" or "memory", not "disk""#),
+    (["PUSHLINE_LOG_LEVEL": "loud"], nil, #"PUSHLINE_LOG_LEVEL must be "trace" or "debug" or "info" or "notice" or "warning" or "error" or "critical", not "loud""#),
     (["PUSHLINE_PORT": "70000"], nil, "port must be 0…65535, not 70000"),
     ([:], #"{"metricsPort": -1}"#, "metricsPort must be 0…65535, not -1"),
     ([:], #"{"watermarkInterval": 0}"#, "watermarkInterval must be positive, not 0"),

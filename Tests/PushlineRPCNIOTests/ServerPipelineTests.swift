@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import NIOEmbedded
 import PushlineRPC
@@ -30,5 +31,33 @@ struct ServerPipelineTests {
     channel.pipeline.fireChannelWritabilityChanged()
     #expect(counter.reads == 2)
     _ = try channel.finish()
+  }
+
+  /// A peer that breaks the protocol is logged at `notice`, with its address and the reason
+  /// its GOAWAY gives; one refused or timed out only at `debug`, as a reconnect storm brings
+  /// thousands of them.
+  @Test func aConnectionClosedForBreakingTheProtocolIsLogged() throws {
+    let records = RecordingLogHandler.Records()
+    let configuration = RPCServer.Configuration(logger: RecordingLogHandler.logger(into: records))
+    let channel = EmbeddedChannel()
+    try channel.pipeline.syncOperations.addHandlers(
+      RPCServer.connectionHandlers(router: RPCRouter(), configuration: configuration, refusal: nil, pumps: nil))
+    try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
+    try channel.writeInbound(ByteBuffer(string: "GET / HTTP/1.1\r\nHost: pushline\r\n\r\n"))
+    let notices = records.all.filter { $0.level == .notice }
+    #expect(notices.map(\.message) == ["closing a connection that broke the protocol"])
+    #expect(notices.first?.metadata["peer"] == "[IPv4]127.0.0.1:7400" && notices.first?.metadata["reason"] != "")
+    _ = try channel.finish(acceptAlreadyClosed: true)
+
+    let refused = RecordingLogHandler.Records()
+    let busy = EmbeddedChannel()
+    try busy.pipeline.syncOperations.addHandlers(
+      RPCServer.connectionHandlers(
+        router: RPCRouter(), configuration: RPCServer.Configuration(logger: RecordingLogHandler.logger(into: refused)),
+        refusal: RPCError(code: .unavailable, message: "too many clients", retryAfterMillis: 100), pumps: nil))
+    try busy.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
+    busy.embeddedEventLoop.advanceTime(by: .seconds(11))
+    #expect(refused.all.map(\.level) == [.debug] && refused.all.first?.metadata["reason"] == "too many clients")
+    _ = try busy.finish(acceptAlreadyClosed: true)
   }
 }
