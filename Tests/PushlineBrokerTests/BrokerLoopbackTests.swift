@@ -29,9 +29,11 @@ struct BrokerLoopbackTests {
   }
 
   static func withBroker(
-    nowMillis: @escaping @Sendable () -> Int64 = WallClock.systemMillis, _ body: (Harness) async throws -> Void
+    nowMillis: @escaping @Sendable () -> Int64 = WallClock.systemMillis, maxQueuedChanges: Int = BrokerConfiguration().maxQueuedChangesPerSubscription,
+    _ body: (Harness) async throws -> Void
   ) async throws {
-    let broker = try await Broker(storage: InMemoryBrokerStorage(), configuration: BrokerConfiguration(nowMillis: nowMillis))
+    let broker = try await Broker(
+      storage: InMemoryBrokerStorage(), configuration: BrokerConfiguration(maxQueuedChangesPerSubscription: maxQueuedChanges, nowMillis: nowMillis))
     let authority = try await TokenAuthority(secret: secret, nowMillis: nowMillis)
     var router = RPCRouter()
     BrokerService.register(broker, authority: authority, in: &router)

@@ -14,32 +14,6 @@ import Testing
 /// exactly the publishers' state.
 @Suite("A slow consumer over loopback")
 struct SlowConsumerTests {
-  /// Sends `opening` once connected (from the event loop, as a real client sends its
-  /// handshake, so that a busy test process cannot make it late for the server's handshake
-  /// deadline), then collects what the server sends to a connection that reads only when told
-  /// to.
-  final class Collector: ChannelInboundHandler, Sendable {
-    typealias InboundIn = ByteBuffer
-    let opening: [UInt8]
-    let received = Mutex(ByteBuffer())
-    let arrivals = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-
-    init(opening: [UInt8]) {
-      self.opening = opening
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-      context.writeAndFlush(NIOAny(ByteBuffer(bytes: opening)), promise: nil)
-      context.fireChannelActive()
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-      var chunk = unwrapInboundIn(data)
-      received.withLock { _ = $0.writeBuffer(&chunk) }
-      arrivals.continuation.yield()
-    }
-  }
-
   static let cardCount = 20
 
   static func card(_ index: Int, version: Int) -> TrackerCard {
@@ -59,18 +33,8 @@ struct SlowConsumerTests {
       let publisherToken = try await harness.token(.publisher, [topic])
 
       // The slow subscriber: raw bytes, reads disabled.
-      var hello = ClientHello(minVersion: 1, maxVersion: 1)
-      hello.authToken = readerToken
       let request = SubscribeRequest(topics: [TopicPosition(topic: topic)])
-      let opening =
-        ConnectionPreface().bytes + Frame(kind: .handshake, callID: 0, payload: hello.serializedBytes()).bytes
-        + Frame(kind: .callStart, callID: 1, payload: CallStart(method: BrokerService.subscribeMethod).serializedBytes()).bytes
-        + Frame(kind: .message, callID: 1, payload: [0] + request.serializedBytes()).bytes + Frame(kind: .halfClose, callID: 1).bytes
-      let collector = Collector(opening: opening)
-      let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-        .channelOption(.autoRead, value: false)
-        .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collector) } }
-        .connect(host: "127.0.0.1", port: harness.port).get()
+      let slow = try await RawSubscriber.subscribe(port: harness.port, token: readerToken, request: request)
       while harness.broker.subscriptionCount < 1 { await Task.yield() }
 
       try await harness.connect(token: readerToken) { fast in
@@ -102,27 +66,13 @@ struct SlowConsumerTests {
 
         // Reading again, the slow subscriber ends with exactly the publishers' state.
         var slowReplica = TopicReplica()
-        var decoder = FrameDecoder(maxPayloadLength: FrameHeader.maxPayloadLength)
-        try await channel.setOption(.autoRead, value: true).get()
-        channel.read()
-        var arrivals = collector.arrivals.stream.makeAsyncIterator()
-        var pending = ByteBuffer()
+        try await slow.readContinuously()
         while slowReplica.cards != truth {
-          _ = await arrivals.next()
-          var chunk = collector.received.withLock { buffer in
-            defer { buffer.clear() }
-            return buffer
-          }
-          pending.writeBuffer(&chunk)
-          while let element = try decoder.decodeElement(from: &pending) {
-            guard case .frame(let frame) = element, frame.kind == .message, frame.callID == 1 else { continue }
-            slowReplica.apply(try TopicUpdate(serializedBytes: Array(frame.payload.dropFirst())))
-          }
-          pending.discardReadBytes()
+          for update in try await slow.nextUpdates() { slowReplica.apply(update) }
         }
         #expect(slowReplica.violations.isEmpty)
       }
-      try await channel.close()
+      await slow.close()
     }
   }
 }
