@@ -147,6 +147,8 @@ let package = Package(
         "PushlineWire", "PushlineSchema", "PushlineRPC", "PushlineRPCNIO", "PushlineBroker", "PushlineClient", "PushlineCLI",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "Prometheus", package: "swift-prometheus"),
         .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
       ],
       swiftSettings: strictSettings
