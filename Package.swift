@@ -150,6 +150,8 @@ let package = Package(
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Logging", package: "swift-log"),
         .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "Prometheus", package: "swift-prometheus"),
         .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
       ],
       swiftSettings: strictSettings

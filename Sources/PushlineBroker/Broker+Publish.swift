@@ -334,6 +334,10 @@ extension Broker {
         if let drainer { drainers.append(drainer) }
       }
     }
+    // Counted before anyone hears of them: a scrape after an answer or a delivery sees them.
+    configuration.metrics.publishes.increment(by: publishes.count)
+    configuration.metrics.publishedChanges.increment(by: batch.topics.indices.reduce(0) { $0 + batch.topics[$1].records.count })
+    if coalesced > 0 { configuration.metrics.coalescedChanges.increment(by: coalesced) }
     // The publishers once every subscriber's queue holds the changes (a subscriber in the same
     // process reads its writes), and before the drains are woken: a publisher refills its
     // window as its answers arrive, so its answers should not wait behind the writes of a
@@ -341,8 +345,5 @@ extension Broker {
     // its update first: its transport sends a stream's queued responses ahead of the answers.)
     for position in committed.indices { committed[position].answerCommitted() }
     for drainer in drainers { drainer.wake() }
-    configuration.metrics.publishes.increment(by: publishes.count)
-    configuration.metrics.publishedChanges.increment(by: batch.topics.indices.reduce(0) { $0 + batch.topics[$1].records.count })
-    if coalesced > 0 { configuration.metrics.coalescedChanges.increment(by: coalesced) }
   }
 }

@@ -20,6 +20,9 @@ public struct BrokerConfiguration: Sendable {
   public var maxChangesPerUpdate: Int
   /// Changes one publish may carry.
   public var maxChangesPerPublish: Int
+  /// The default of ``maxChangesPerPublish``, the limit docs/PROTOCOL.md 3.2 states: what a
+  /// publisher splits a larger set of changes by.
+  public static let defaultMaxChangesPerPublish = 10_000
   /// Topics one subscription may follow.
   public var maxTopicsPerSubscription: Int
   /// Subscriptions one token subject may hold at once (each holds a queue of up to
@@ -46,7 +49,8 @@ public struct BrokerConfiguration: Sendable {
   public init(
     maxTombstonesPerTopic: Int = 1000, maxTombstoneAge: Duration = .seconds(7 * 86400),
     idempotencyWindow: Duration = .seconds(600), watermarkInterval: Duration = .seconds(30),
-    maxQueuedChangesPerSubscription: Int = 100_000, maxChangesPerUpdate: Int = 512, maxChangesPerPublish: Int = 10_000,
+    maxQueuedChangesPerSubscription: Int = 100_000, maxChangesPerUpdate: Int = 512,
+    maxChangesPerPublish: Int = defaultMaxChangesPerPublish,
     maxTopicsPerSubscription: Int = 1000, maxSubscriptionsPerSubject: Int = 100, reconnectSpread: Duration = .seconds(5),
     maxSubscribesPerSecond: Int = 5000,
     nowMillis: @escaping @Sendable () -> Int64 = WallClock.systemMillis,

@@ -1,3 +1,4 @@
+import CoreMetrics
 import NIOCore
 import PushlineBroker
 import PushlineRPC
@@ -24,6 +25,10 @@ struct BrokerHost {
   var lameDuckPeriod: Duration = .zero
   /// New connections accepted per second; 0 for no limit.
   var maxConnectionsPerSecond = 0
+  /// Where the RPC server reports its connections (the broker's own figures go to
+  /// `configuration.metrics`); nil for swift-metrics' global factory as it is when the host
+  /// starts, after `serve` has bootstrapped it.
+  var connectionMetrics: (any MetricsFactory)?
 
   /// Starts the broker, runs `body` while it serves, then shuts it down gracefully: the
   /// GOAWAYs spread over the lame-duck period, each ending its connection's subscriptions
@@ -37,7 +42,7 @@ struct BrokerHost {
       router: router,
       configuration: .init(
         host: host, port: port, connection: .init(limits: BrokerService.connectionLimits), gracePeriod: gracePeriod,
-        lameDuckPeriod: lameDuckPeriod, maxConnectionsPerSecond: maxConnectionsPerSecond))
+        lameDuckPeriod: lameDuckPeriod, maxConnectionsPerSecond: maxConnectionsPerSecond, metrics: connectionMetrics ?? MetricsSystem.factory))
     return try await withThrowingTaskGroup(of: Void.self) { group in
       // The periodic duties (watermarks, expired tokens) go on until the last connection closes.
       group.addTask { await broker.run() }

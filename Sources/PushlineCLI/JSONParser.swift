@@ -10,6 +10,8 @@ public struct JSONParser {
     public var message: String
     /// The byte offset in the input.
     public var offset: Int
+    /// Where the document holding the error begins, for an error of ``parseSequence(_:)``.
+    public var documentOffset: Int?
     public var description: String { "invalid JSON at byte \(offset): \(message)" }
   }
 
@@ -25,6 +27,26 @@ public struct JSONParser {
     parser.skipWhitespace()
     guard parser.index == parser.bytes.count else { throw parser.error("unexpected text after the document") }
     return value
+  }
+
+  /// Parses a sequence of JSON documents, each with the byte offset where it begins: JSON
+  /// lines, or documents written one after another, pretty-printed or not. White space
+  /// between them is skipped and none is needed; empty or blank text is an empty sequence.
+  public static func parseSequence(_ text: some StringProtocol) throws(SyntaxError) -> [(offset: Int, value: JSONValue)] {
+    var parser = JSONParser(bytes: Array(text.utf8))
+    var documents: [(offset: Int, value: JSONValue)] = []
+    while true {
+      parser.skipWhitespace()
+      guard parser.index < parser.bytes.count else { return documents }
+      let offset = parser.index
+      do {
+        documents.append((offset, try parser.parseValue()))
+      } catch {
+        var located = error
+        located.documentOffset = offset
+        throw located
+      }
+    }
   }
 
   private init(bytes: [UInt8]) { self.bytes = bytes }

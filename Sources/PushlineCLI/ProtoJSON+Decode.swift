@@ -6,8 +6,8 @@ extension ProtoJSON {
   /// Maps a parsed JSON object to a message of `type`. Accepts what protobuf's JSON parsers
   /// accept: numbers or strings for numeric fields, enum names or numbers, `null` as absent,
   /// standard or URL-safe base64 with or without padding.
-  public static func decode(_ type: any ReflectableMessage.Type, from json: JSONValue, path: String = "")
-    throws(MappingError) -> any ReflectableMessage
+  public static func decode<M: ReflectableMessage>(_ type: M.Type, from json: JSONValue, path: String = "")
+    throws(MappingError) -> M
   {
     let message = try decodeFields(type, from: json, path: path)
     if let missing = message.missingRequiredField {

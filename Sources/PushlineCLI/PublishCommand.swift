@@ -9,11 +9,16 @@ import PushlineSchema
 struct PublishCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "publish",
-    abstract: "Publish tracker cards (JSON, one per line) to a topic.",
+    abstract: "Publish tracker cards, written as JSON, to a topic.",
     discussion: """
-      Reads TrackerCard JSON objects, one per line, from FILE or standard input (blank lines \\
-      skipped), and publishes them with the --remove'd card ids as one atomic batch. Prints the \\
-      epoch and offsets. The token comes from --token or $PUSHLINE_TOKEN.
+      Reads TrackerCards from FILE or standard input: JSON lines (one card object per line, \
+      blank lines skipped), or one JSON document, pretty-printed or not, that is a card object \
+      or an array of them — what `pushline dump --json` prints. Publishes them, then the \
+      --remove'd card ids, each card at most once. Up to 10,000 changes and 4 MiB go as one \
+      atomic batch; more go as several, one after another, each acknowledged before the next \
+      (with --idempotency-key K, batch n from 2 on carries the key K#n). Prints each batch's \
+      epoch and offsets. An error names the line, or the card's index in an array. The token \
+      comes from --token or $PUSHLINE_TOKEN.
       """
   )
 
@@ -23,7 +28,7 @@ struct PublishCommand: AsyncParsableCommand {
   @Option(help: "The topic, e.g. driver/42.")
   var topic: String
 
-  @Argument(help: "A file of cards, one JSON object per line; standard input if absent.")
+  @Argument(help: "A file of cards as JSON lines, or one card or array of cards; standard input if absent or '-'.")
   var file: String?
 
   @Option(name: .customLong("remove"), help: "A card id to remove (repeat for more).")
@@ -41,32 +46,66 @@ struct PublishCommand: AsyncParsableCommand {
 
   func run() async throws {
     let server = ServerAddress(address)!
-    var request = PublishRequest(topic: topic)
-    request.idempotencyKey = idempotencyKey
-    request.changes = try Self.cards(in: String(decoding: InputSource.read(path: file), as: UTF8.self)).map { CardChange(upserting: $0) }
-      + removals.map { CardChange(removing: $0) }
+    let text = String(decoding: try InputSource.read(path: file), as: UTF8.self)
+    let source = file.flatMap { $0 == "-" ? nil : $0 } ?? "standard input"
+    let cards: [TrackerCard]
+    do {
+      cards = try CardInput.cards(in: text)
+    } catch {
+      throw CommandFailure("\(source), \(error)")
+    }
+    let changes = try Self.changes(upserting: cards, removing: removals)
+    guard !changes.isEmpty else { throw CommandFailure("nothing to publish: no cards in \(source), and no --remove") }
+    let requests = PublishRequest.batches(
+      of: changes, to: topic, idempotencyKey: idempotencyKey,
+      maxChanges: BrokerConfiguration.defaultMaxChangesPerPublish, maxBytes: BrokerService.connectionLimits.maxMessageSize)
     var configuration = ClientConnectionStateMachine.Configuration()
     configuration.authToken = token ?? ProcessInfo.processInfo.environment["PUSHLINE_TOKEN"]
+    _ = try await Self.publish(requests, to: server, configuration: configuration) { print($0) }
+  }
+
+  /// The changes of a publish: `cards` upserted, then `removals` removed.
+  ///
+  /// - Throws: `CommandFailure` when a removal names a card already in the publish.
+  static func changes(upserting cards: [TrackerCard], removing removals: [String]) throws -> [CardChange] {
+    var named = Set(cards.map(\.cardID))
+    for id in removals where !named.insert(id).inserted {
+      throw CommandFailure("--remove \(id): the card is already in this publish, which changes each card at most once")
+    }
+    return cards.map { CardChange(upserting: $0) } + removals.map { CardChange(removing: $0) }
+  }
+
+  /// Sends `requests` on one connection to `server`, one after another, each once the one
+  /// before it is acknowledged, and reports each acknowledgement to `say` as it comes.
+  ///
+  /// - Returns: The responses, in order.
+  /// - Throws: `CommandFailure` naming the server, the refused batch when there are several
+  ///   (those before it were published), and the status.
+  static func publish(
+    _ requests: [PublishRequest], to server: ServerAddress, configuration: ClientConnectionStateMachine.Configuration,
+    say: (String) -> Void
+  ) async throws -> [PublishResponse] {
+    var responses: [PublishResponse] = []
     do {
-      let response = try await RPCClient.withConnection(host: server.host, port: server.port, configuration: configuration) {
-        try await $0.unary(BrokerService.publishMethod, request: request, response: PublishResponse.self)
+      try await RPCClient.withConnection(host: server.host, port: server.port, configuration: configuration) { connection in
+        for request in requests {
+          let response = try await connection.unary(BrokerService.publishMethod, request: request, response: PublishResponse.self)
+          responses.append(response)
+          say(report(request, response, batch: responses.count, of: requests.count))
+        }
       }
-      let replayed = response.replayed == true ? " (a retry: already applied)" : ""
-      print("published \(request.changes.count) change(s) to \(topic): epoch \(response.epoch), offsets \(response.firstOffset)…\(response.lastOffset)\(replayed)")
+      return responses
     } catch let error as RPCError {
-      throw CommandFailure("\(server): \(error)")
+      let batch = requests.count > 1 ? " (batch \(responses.count + 1) of \(requests.count))" : ""
+      throw CommandFailure("\(server)\(batch): \(error)")
     }
   }
 
-  /// The cards of `text`, one JSON object per non-blank line.
-  static func cards(in text: String) throws -> [TrackerCard] {
-    try text.split(whereSeparator: \.isNewline).enumerated().compactMap { index, line in
-      guard !line.allSatisfy(\.isWhitespace) else { return nil }
-      do {
-        return try ProtoJSON.decode(TrackerCard.self, from: String(line)) as? TrackerCard
-      } catch {
-        throw CommandFailure("line \(index + 1): \(error)")
-      }
-    }
+  /// The line `publish` prints for an acknowledged publish.
+  private static func report(_ request: PublishRequest, _ response: PublishResponse, batch: Int, of batches: Int) -> String {
+    let part = batches > 1 ? " (batch \(batch) of \(batches))" : ""
+    let replayed = response.replayed == true ? " (a retry: already applied)" : ""
+    return "published \(request.changes.count) change(s) to \(request.topic)\(part): epoch \(response.epoch), "
+      + "offsets \(response.firstOffset)…\(response.lastOffset)\(replayed)"
   }
 }

@@ -1,0 +1,101 @@
+import NIOCore
+import NIOPosix
+import Prometheus
+import PushlineBroker
+import PushlineRPC
+import PushlineRPCNIO
+import PushlineSchema
+import Testing
+
+@testable import PushlineCLI
+
+/// The admin port as `pushline serve --metrics-port` runs it, scraped over a real socket: one
+/// Prometheus registry behind the broker's and the RPC server's metrics, as `serve` bootstraps
+/// it, here injected instead of made global.
+@Suite("The metrics endpoint")
+struct MetricsEndpointTests {
+  /// The broker's figures that the README promises, after one subscription and one publish.
+  @Test func aScrapeAfterASubscriptionAndAPublishShowsTheBrokersFigures() async throws {
+    let registry = PrometheusCollectorRegistry()
+    let factory = PrometheusMetricsFactory(registry: registry)
+    let brokerHost = BrokerHost(
+      storage: InMemoryBrokerStorage(), configuration: BrokerConfiguration(metrics: BrokerMetrics(factory: factory)),
+      secret: Array("0123456789abcdef0123456789abcdef".utf8), host: "127.0.0.1", port: 0, connectionMetrics: factory)
+    let endpoint = try await MetricsEndpoint.bind(host: "127.0.0.1", port: 0, registry: registry)
+    let metricsPort = try #require(endpoint.localAddress?.port)
+    let scrape = try await brokerHost.run { running in
+      var configuration = ClientConnectionStateMachine.Configuration()
+      configuration.authToken = try await running.authority.mint(
+        subject: "test", role: .admin, topics: ["driver/1"], expiresAtMillis: WallClock.systemMillis() + 3_600_000)
+      return try await RPCClient.withConnection(host: "127.0.0.1", port: running.address.port!, configuration: configuration) {
+        connection in
+        var updates = connection.serverStreaming(
+          BrokerService.subscribeMethod, request: SubscribeRequest(topics: [TopicPosition(topic: "driver/1")]),
+          response: TopicUpdate.self
+        ).makeAsyncIterator()
+        _ = try #require(try await updates.next())  // the (empty) snapshot: the subscription is live
+        let card = TrackerCard(cardID: "earnings/today", priority: 1, isValid: true)
+        let request = PublishRequest(topic: "driver/1", changes: [CardChange(upserting: card)])
+        _ = try await connection.unary(BrokerService.publishMethod, request: request, response: PublishResponse.self)
+        let update = try #require(try await updates.next())
+        #expect(update.changes.map(\.cardID) == ["earnings/today"])
+        return try await Self.get("/metrics", port: metricsPort)
+      }
+    }
+    try await endpoint.close()
+
+    #expect(scrape.status == "HTTP/1.1 200 OK")
+    let values = Self.samples(in: scrape.body)
+    #expect(values["pushline_connections"] == 1)
+    #expect(values["pushline_connections_accepted_total"] == 1)
+    #expect(values["pushline_connections_refused_total"] == 0)
+    #expect(values["pushline_subscriptions"] == 1)
+    #expect(values["pushline_publishes_total"] == 1)
+    #expect(values["pushline_published_changes_total"] == 1)
+    #expect(values["pushline_delivered_changes_total"] == 1)
+    #expect(values["pushline_coalesced_changes_total"] == 0)
+    #expect(values["pushline_failed_commits_total"] == 0)
+    #expect(values["pushline_queued_changes"] != nil)
+    #expect(values["pushline_commit_duration_seconds_count"] == 1)
+    #expect(values["pushline_commit_publishes_count"] == 1)
+  }
+
+  /// Only `GET /metrics` is served: another path, or another method, gets 404.
+  @Test func anythingButGetMetricsIsNotFound() async throws {
+    let endpoint = try await MetricsEndpoint.bind(host: "127.0.0.1", port: 0, registry: PrometheusCollectorRegistry())
+    let port = try #require(endpoint.localAddress?.port)
+    let other = try await Self.get("/health", port: port)
+    let post = try await Self.get("/metrics", method: "POST", port: port)
+    try await endpoint.close()
+    #expect(other.status == "HTTP/1.1 404 Not Found" && other.body == "not found: try GET /metrics\n")
+    #expect(post.status == "HTTP/1.1 404 Not Found")
+  }
+
+  /// Sends one hand-written HTTP/1.1 request to `port` on loopback and reads the response to
+  /// the end of the connection, which the endpoint closes after answering.
+  static func get(_ path: String, method: String = "GET", port: Int) async throws -> (status: String, body: String) {
+    let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port) {
+      channel in
+      channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
+    }
+    let response = try await channel.executeThenClose { inbound, outbound in
+      try await outbound.write(ByteBuffer(string: "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"))
+      var response = ByteBuffer()
+      for try await var part in inbound { response.writeBuffer(&part) }
+      return String(buffer: response)
+    }
+    let head = try #require(response.firstRange(of: "\r\n\r\n"), "no end of the head in \(response)")
+    let status = String(response[..<head.lowerBound].prefix { $0 != "\r\n" })  // one Character
+    return (status, String(response[head.upperBound...]))
+  }
+
+  /// The value of each unlabelled sample of a Prometheus text exposition, by metric name.
+  static func samples(in text: String) -> [String: Double] {
+    var values: [String: Double] = [:]
+    for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+      let fields = line.split(separator: " ")
+      if fields.count == 2, !fields[0].contains("{"), let value = Double(fields[1]) { values[String(fields[0])] = value }
+    }
+    return values
+  }
+}
