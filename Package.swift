@@ -68,7 +68,12 @@ let package = Package(
       swiftSettings: strictSettings
     ),
     .target(
-      name: "PushlineTesting", dependencies: ["PushlineWire", "PushlineSchema", "PushlineBroker", "PushlineClient"],
+      name: "PushlineTesting",
+      dependencies: [
+        "PushlineWire", "PushlineSchema", "PushlineRPC", "PushlineRPCNIO", "PushlineBroker", "PushlineClient",
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+      ],
       swiftSettings: strictSettings),
     .target(
       name: "PushlineCLI",
@@ -109,7 +114,7 @@ let package = Package(
     .testTarget(
       name: "PushlineRPCNIOTests",
       dependencies: [
-        "PushlineRPC", "PushlineRPCNIO", "PushlineSchema", "PushlineWire",
+        "PushlineRPC", "PushlineRPCNIO", "PushlineSchema", "PushlineTesting", "PushlineWire",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOEmbedded", package: "swift-nio"),

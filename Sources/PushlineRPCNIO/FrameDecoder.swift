@@ -1,5 +1,5 @@
-import NIOCore
-import PushlineRPC
+package import NIOCore
+package import PushlineRPC
 
 /// Splits a connection's inbound bytes into the peer's preface and then frames, one element at
 /// a time (``FrameDecodingHandler`` drives it on a channel).
@@ -10,19 +10,19 @@ import PushlineRPC
 /// Bytes that cannot be the preface are rejected at the first one that differs. Frames of kinds
 /// this version does not know are passed on, so the connection can ignore them (forward
 /// compatibility).
-struct FrameDecoder {
+package struct FrameDecoder {
   private var awaitingPreface: Bool
   private let maxPayloadLength: Int
 
   /// A decoder that accepts frame payloads up to `maxPayloadLength` bytes (the limit this
   /// side announced), expecting the peer's preface first unless `expectingPreface` is false.
-  init(maxPayloadLength: Int, expectingPreface: Bool = true) {
+  package init(maxPayloadLength: Int, expectingPreface: Bool = true) {
     self.maxPayloadLength = min(maxPayloadLength, FrameHeader.maxPayloadLength)
     awaitingPreface = expectingPreface
   }
 
   /// Reads one preface or frame, or returns `nil` (reading nothing) when more bytes are needed.
-  mutating func decodeElement(from buffer: inout ByteBuffer) throws(ProtocolViolation) -> ConnectionElement? {
+  package mutating func decodeElement(from buffer: inout ByteBuffer) throws(ProtocolViolation) -> ConnectionElement? {
     if awaitingPreface {
       let available = buffer.readableBytesView.prefix(ConnectionPreface.magic.count)
       guard available.elementsEqual(ConnectionPreface.magic.prefix(available.count)) else {

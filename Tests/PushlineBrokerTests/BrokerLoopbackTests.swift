@@ -51,6 +51,14 @@ struct BrokerLoopbackTests {
       response: PublishResponse.self)
   }
 
+  /// The updates of a subscription of `connection` to `topic`, from no position (a snapshot
+  /// comes first).
+  static func updates(of topic: String, on connection: RPCConnection) -> RPCResponseStream<TopicUpdate>.AsyncIterator {
+    connection.serverStreaming(
+      BrokerService.subscribeMethod, request: SubscribeRequest(topics: [TopicPosition(topic: topic)]), response: TopicUpdate.self
+    ).makeAsyncIterator()
+  }
+
   /// Subscribes to driver/7 on a connection of its own, runs `publish` with a publisher's
   /// connection once the subscription is live, and expects the subscriber to reach offset 4
   /// with card a at version 2 and nothing else, its deliveries keeping the contract. Then runs
@@ -62,10 +70,7 @@ struct BrokerLoopbackTests {
     let publisherToken = try await harness.token(.publisher, ["driver/*"])
     let subscriberToken = try await harness.token(.subscriber, ["driver/7"])
     try await harness.connect(token: subscriberToken) { subscriber in
-      var updates = subscriber.serverStreaming(
-        BrokerService.subscribeMethod, request: SubscribeRequest(topics: [TopicPosition(topic: "driver/7")]),
-        response: TopicUpdate.self
-      ).makeAsyncIterator()
+      var updates = Self.updates(of: "driver/7", on: subscriber)
       var replica = TopicReplica()
       replica.apply(try #require(try await updates.next()))  // the (empty) snapshot comes first
       try await harness.connect(token: publisherToken, publish)
@@ -139,10 +144,7 @@ struct BrokerLoopbackTests {
       let token = try await harness.token(.subscriber, ["driver/8"])
       weak var subscription: Subscription?
       try await harness.connect(token: token) { subscriber in
-        var updates = subscriber.serverStreaming(
-          BrokerService.subscribeMethod, request: SubscribeRequest(topics: [TopicPosition(topic: "driver/8")]),
-          response: TopicUpdate.self
-        ).makeAsyncIterator()
+        var updates = Self.updates(of: "driver/8", on: subscriber)
         _ = try #require(try await updates.next())  // the snapshot: the stream is live
         subscription = harness.broker.state.withLock { $0.subscriptions.values.first }
         #expect(subscription != nil)
@@ -177,10 +179,7 @@ struct BrokerLoopbackTests {
     let harness = Harness(port: try #require(await portIterator.next()), broker: broker, authority: authority)
     let token = try await harness.token(.subscriber, ["driver/9"])
     try await harness.connect(token: token) { subscriber in
-      var updates = subscriber.serverStreaming(
-        BrokerService.subscribeMethod, request: SubscribeRequest(topics: [TopicPosition(topic: "driver/9")]),
-        response: TopicUpdate.self
-      ).makeAsyncIterator()
+      var updates = Self.updates(of: "driver/9", on: subscriber)
       _ = try #require(try await updates.next())  // the snapshot: the stream is live
       stopServer.yield()
       do {
@@ -202,10 +201,7 @@ struct BrokerLoopbackTests {
       let token = try await harness.authority.mint(
         subject: "test", role: .subscriber, topics: ["driver/5"], expiresAtMillis: clock.now + 60_000)
       try await harness.connect(token: token) { subscriber in
-        var updates = subscriber.serverStreaming(
-          BrokerService.subscribeMethod, request: SubscribeRequest(topics: [TopicPosition(topic: "driver/5")]),
-          response: TopicUpdate.self
-        ).makeAsyncIterator()
+        var updates = Self.updates(of: "driver/5", on: subscriber)
         _ = try #require(try await updates.next())  // the snapshot: the stream is live
         #expect(harness.broker.subscriptionCount == 1)
         clock.advance(by: .seconds(61))
@@ -282,10 +278,7 @@ struct BrokerLoopbackTests {
         (publisherToken, "driver/1", .permissionDenied), (subscriberToken, "driver/2", .permissionDenied),
       ]
       try await harness.connect(token: subscriberToken) { good in
-        var updates = good.serverStreaming(
-          BrokerService.subscribeMethod, request: SubscribeRequest(topics: [TopicPosition(topic: "driver/1")]),
-          response: TopicUpdate.self
-        ).makeAsyncIterator()
+        var updates = Self.updates(of: "driver/1", on: good)
         _ = try await updates.next()
         for (token, topic, code) in cases {
           try await harness.connect(token: token) { connection in

@@ -1,6 +1,7 @@
 import PushlineRPC
 import PushlineRPCNIO
 import PushlineSchema
+import PushlineTesting
 import PushlineWire
 import Testing
 

@@ -3,6 +3,7 @@ import NIOPosix
 import PushlineRPC
 import PushlineRPCNIO
 import PushlineSchema
+import PushlineTesting
 import PushlineWire
 import Synchronization
 import Testing

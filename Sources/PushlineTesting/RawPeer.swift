@@ -1,15 +1,16 @@
-import NIOCore
+public import NIOCore
 import NIOPosix
-import PushlineRPC
-@testable import PushlineRPCNIO
+public import PushlineRPC
+import PushlineRPCNIO
 import PushlineSchema
 import PushlineWire
 
-/// A peer that speaks raw bytes to a server, for tests of peers that misbehave.
-enum RawPeer {
+/// A peer that speaks raw bytes to a server on 127.0.0.1, for tests of peers that misbehave:
+/// garbage instead of the preface, frames the protocol forbids, calls a client would not send.
+public enum RawPeer {
   /// Connects to `port`, sends `bytes` in one write, and returns everything the server sends
   /// until it closes the connection.
-  static func send(_ bytes: [UInt8], to port: Int) async throws -> ByteBuffer {
+  public static func send(_ bytes: [UInt8], to port: Int) async throws -> ByteBuffer {
     let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port) { channel in
       channel.eventLoop.makeCompletedFuture {
         try channel.pipeline.syncOperations.addHandler(Opener(bytes))
@@ -26,28 +27,31 @@ enum RawPeer {
   /// Sends its bytes once the connection is up, from the event loop, as a real client sends
   /// its handshake: a test process too busy to run the test's task for a while does not make
   /// them late for the server's handshake deadline.
-  final class Opener: ChannelInboundHandler, Sendable {
-    typealias InboundIn = ByteBuffer
+  public final class Opener: ChannelInboundHandler, Sendable {
+    public typealias InboundIn = ByteBuffer
     let bytes: [UInt8]
 
-    init(_ bytes: [UInt8]) {
+    /// An opener that sends `bytes`.
+    public init(_ bytes: [UInt8]) {
       self.bytes = bytes
     }
 
-    func channelActive(context: ChannelHandlerContext) {
+    public func channelActive(context: ChannelHandlerContext) {
       context.writeAndFlush(NIOAny(ByteBuffer(bytes: bytes)), promise: nil)
       context.fireChannelActive()
     }
   }
 
   /// The bytes a well-behaved client opens with: its preface and a `ClientHello`.
-  static var opening: [UInt8] {
+  public static var opening: [UInt8] {
     let hello = ClientHello(minVersion: 1, maxVersion: 1)
     return ConnectionPreface().bytes + Frame(kind: .handshake, callID: 0, payload: hello.serializedBytes()).bytes
   }
 
   /// The server's preface and frames in `bytes`, in order.
-  static func elements(in bytes: ByteBuffer) throws -> [ConnectionElement] {
+  ///
+  /// - Throws: ``ProtocolViolation`` where `bytes` are not a preface and frames.
+  public static func elements(in bytes: ByteBuffer) throws -> [ConnectionElement] {
     var decoder = FrameDecoder(maxPayloadLength: FrameHeader.maxPayloadLength)
     var bytes = bytes
     var elements: [ConnectionElement] = []
