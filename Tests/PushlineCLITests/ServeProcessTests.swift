@@ -27,9 +27,11 @@ struct ServeProcessTests {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-serve-\(UUID())")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
+    // The grace period is far longer than the test takes: a subscription must not wait for it.
+    let gracePeriod = 60
     // Each of host, port and storage is set twice, so the printed line shows which source won.
     let config = directory.appendingPathComponent("serve.json")
-    try #"{"host": "127.0.0.2", "port": 9, "storage": "sqlite", "dataDir": "\#(directory.path)/data", "gracePeriod": 1}"#
+    try #"{"host": "127.0.0.2", "port": 9, "storage": "sqlite", "dataDir": "\#(directory.path)/data", "gracePeriod": \#(gracePeriod)}"#
       .write(to: config, atomically: true, encoding: .utf8)
 
     let process = Process()
@@ -61,12 +63,20 @@ struct ServeProcessTests {
     let ping = try await PingCommand.check(host: "127.0.0.1", port: port, timeout: .seconds(60))
     #expect(ping.contains("SERVING"))
 
-    // SIGTERM while a subscriber streams: the GOAWAY, then after the grace period its call is
-    // cancelled, and the process still exits cleanly.
+    // SIGTERM while a subscriber streams: its connection's GOAWAY (within the lame-duck
+    // period) ends the stream, not the grace period, with UNAVAILABLE and a retry-after hint
+    // within the reconnect spread (docs/PROTOCOL.md 2.6, 3.5); then the process exits cleanly.
+    var signalled = ContinuousClock.now
     let ending = try await Self.withSubscription(port: port) {
+      signalled = .now
       _ = kill(pid, SIGTERM)
     }
-    #expect(["CANCELLED", "UNAVAILABLE"].contains { ending.hasPrefix($0) }, "\(ending)")
+    let waited = ContinuousClock.now - signalled
+    #expect(waited < .seconds(gracePeriod))
+    let status = try #require(ending, "the stream ended with OK")
+    #expect(status.code == .unavailable && status.message == "the broker is shutting down", "\(status)")
+    let hint = try #require(status.retryAfterMillis, "\(status)")
+    #expect((0...BrokerConfiguration().reconnectSpread.milliseconds).contains(Int64(hint)))
     var rest: [String] = []
     while let line = await lines.next() { rest.append(line) }
     var terminations = exits.makeAsyncIterator()
@@ -76,8 +86,9 @@ struct ServeProcessTests {
   }
 
   /// Subscribes to a topic on the broker at `port`, waits for the first update (the call is
-  /// live), runs `action`, and reads the stream to its end; returns how it ended.
-  static func withSubscription(port: Int, _ action: () -> Void) async throws -> String {
+  /// live), runs `action`, and reads the stream to its end; returns the status it ended with,
+  /// `nil` for OK.
+  static func withSubscription(port: Int, _ action: () -> Void) async throws -> RPCError? {
     let authority = try await TokenAuthority(secret: Array(secret.utf8), nowMillis: WallClock.systemMillis)
     var configuration = ClientConnectionStateMachine.Configuration()
     configuration.authToken = try await authority.mint(
@@ -91,9 +102,9 @@ struct ServeProcessTests {
       action()
       do {
         while try await updates.next() != nil {}
-        return "OK"
-      } catch {
-        return "\(error)"
+        return nil
+      } catch let error as RPCError {
+        return error
       }
     }
   }
