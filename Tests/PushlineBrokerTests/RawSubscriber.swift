@@ -4,6 +4,7 @@ import PushlineBroker
 import PushlineRPC
 @testable import PushlineRPCNIO
 import PushlineSchema
+import PushlineTesting
 import PushlineWire
 import Synchronization
 
@@ -11,23 +12,11 @@ import Synchronization
 /// connection that stops taking bytes, and coalesces — and decodes what it has received when
 /// asked: the updates of its one Subscribe call, and the call's status once it has ended.
 final class RawSubscriber: Sendable {
-  /// Sends `opening` once connected (from the event loop, as a real client sends its
-  /// handshake, so that a busy test process cannot make it late for the server's handshake
-  /// deadline), then collects what the server sends.
+  /// Collects what the server sends, and says when more has come (or the connection closed).
   final class Collector: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
-    let opening: [UInt8]
     let received = Mutex(ByteBuffer())
     let arrivals = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-
-    init(opening: [UInt8]) {
-      self.opening = opening
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-      context.writeAndFlush(NIOAny(ByteBuffer(bytes: opening)), promise: nil)
-      context.fireChannelActive()
-    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
       var chunk = unwrapInboundIn(data)
@@ -65,11 +54,15 @@ final class RawSubscriber: Sendable {
       ConnectionPreface().bytes + Frame(kind: .handshake, callID: 0, payload: hello.serializedBytes()).bytes
       + Frame(kind: .callStart, callID: 1, payload: CallStart(method: BrokerService.subscribeMethod).serializedBytes()).bytes
       + Frame(kind: .message, callID: 1, payload: [0] + request.serializedBytes()).bytes + Frame(kind: .halfClose, callID: 1).bytes
-    let collector = Collector(opening: opening)
+    let collector = Collector()
     var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).channelOption(.autoRead, value: false)
     if let receiveBuffer { bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBuffer)) }
     let channel = try await bootstrap
-      .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collector) } }
+      .channelInitializer { channel in
+        // The opening goes from the event loop once connected, as a real client's handshake
+        // does, so that a busy test process cannot make it late for the handshake deadline.
+        channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandlers([RawPeer.Opener(opening), collector]) }
+      }
       .connect(host: "127.0.0.1", port: port).get()
     return RawSubscriber(channel: channel, collector: collector)
   }
