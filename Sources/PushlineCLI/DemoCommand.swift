@@ -11,10 +11,10 @@ struct DemoCommand: AsyncParsableCommand {
     commandName: "demo",
     abstract: "Run a broker, simulated earnings and incentives services, and a driver's tracker.",
     discussion: """
-      Starts a broker (SQLite in a data directory) on a free loopback port, two simulated \\
-      backend services publishing cards with expiries, and a client for driver 42 that keeps \\
-      its cards in its own SQLite cache. Every so often the client's connection is cut, so \\
-      cards turn stale and then resume without a snapshot. In a terminal it draws the tracker \\
+      Starts a broker (SQLite in a data directory) on a free loopback port, two simulated \
+      backend services publishing cards with expiries, and a client for driver 42 that keeps \
+      its cards in its own SQLite cache. Every so often the client's connection is cut, so \
+      cards turn stale and then resume without a snapshot. In a terminal it draws the tracker \
       (p: privacy mode, q: quit); otherwise it logs one line per change. Ctrl-C stops it.
       """
   )

@@ -9,7 +9,7 @@ struct TokenCommand: AsyncParsableCommand {
     commandName: "token",
     abstract: "Mint an auth token (a JWT signed with HS256).",
     discussion: """
-      The secret comes from $PUSHLINE_TOKEN_SECRET or --token-secret-file, and must be the \\
+      The secret comes from $PUSHLINE_TOKEN_SECRET or --token-secret-file, and must be the \
       broker's. A topic ending in * covers every topic with that prefix.
       """
   )

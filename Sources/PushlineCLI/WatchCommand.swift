@@ -9,9 +9,9 @@ struct WatchCommand: AsyncParsableCommand {
     commandName: "watch",
     abstract: "Show a driver's tracker (status, browse, bulletins) live from a broker.",
     discussion: """
-      Follows driver/ID/earnings and driver/ID/incentives (or the --topic's given), keeping the \\
-      cards in a SQLite cache so that a restart during an outage still shows them. In a terminal \\
-      it draws the tracker (p: privacy mode, q: quit); otherwise it logs one line per change. \\
+      Follows driver/ID/earnings and driver/ID/incentives (or the --topic's given), keeping the \
+      cards in a SQLite cache so that a restart during an outage still shows them. In a terminal \
+      it draws the tracker (p: privacy mode, q: quit); otherwise it logs one line per change. \
       The token comes from --token or $PUSHLINE_TOKEN (a subscriber token for those topics).
       """
   )

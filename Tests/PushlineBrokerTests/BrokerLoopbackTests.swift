@@ -29,11 +29,12 @@ struct BrokerLoopbackTests {
   }
 
   static func withBroker(
-    nowMillis: @escaping @Sendable () -> Int64 = WallClock.systemMillis, maxQueuedChanges: Int = BrokerConfiguration().maxQueuedChangesPerSubscription,
+    nowMillis: @escaping @Sendable () -> Int64 = WallClock.systemMillis, configure: (inout BrokerConfiguration) -> Void = { _ in },
     _ body: (Harness) async throws -> Void
   ) async throws {
-    let broker = try await Broker(
-      storage: InMemoryBrokerStorage(), configuration: BrokerConfiguration(maxQueuedChangesPerSubscription: maxQueuedChanges, nowMillis: nowMillis))
+    var configuration = BrokerConfiguration(nowMillis: nowMillis)
+    configure(&configuration)
+    let broker = try await Broker(storage: InMemoryBrokerStorage(), configuration: configuration)
     let authority = try await TokenAuthority(secret: secret, nowMillis: nowMillis)
     var router = RPCRouter()
     BrokerService.register(broker, authority: authority, in: &router)
@@ -113,6 +114,35 @@ struct BrokerLoopbackTests {
         #expect(applied.response?.lastOffset == 4 && applied.response?.replayed != true)
         #expect(replayed.response?.lastOffset == 4 && replayed.response?.replayed == true)
         try await stream.finish()
+      }
+    }
+  }
+
+  /// Over sockets as in process: a resume from another epoch, or from below the tombstone
+  /// floor, gets a snapshot positioned at the top, and a card that has expired is not in it.
+  @Test func resumesThatCannotCatchUpGetASnapshotWithoutExpiredCards() async throws {
+    let clock = ManualWallClock(WallClock.systemMillis())
+    try await Self.withBroker(nowMillis: clock.function, configure: { $0.maxTombstonesPerTopic = 0 }) { harness in
+      let topic = "driver/9"
+      let (writer, reader) = (try await harness.token(.publisher, [topic]), try await harness.token(.subscriber, [topic]))
+      let top = try await harness.connect(token: writer) { publisher in
+        _ = try await Self.publish(publisher, topic, [card("soon", 1, expiresAt: clock.now / 1000 + 60), card("b", 1)])
+        // 17 removals pass the limit of 0 by the minimum slack of 16: the floor rises past them.
+        let removed = (0..<17).map { "r\($0)" }
+        _ = try await Self.publish(publisher, topic, removed.map { card($0, 1) })
+        return try await Self.publish(publisher, topic, [], removing: removed)
+      }
+      // The prune is committed right after the publish it follows: wait for it.
+      while harness.broker.state.withLock({ $0.topics[topic]!.floorOffset }) != top.lastOffset { await Task.yield() }
+      clock.advance(by: .seconds(61))
+      for (epoch, offset) in [(top.epoch + 1, top.lastOffset), (top.epoch, 2)] {
+        let request = SubscribeRequest(topics: [TopicPosition(topic: topic, epoch: epoch, offset: offset)])
+        let first = try await harness.connect(token: reader) { subscriber in
+          var updates = subscriber.serverStreaming(BrokerService.subscribeMethod, request: request, response: TopicUpdate.self).makeAsyncIterator()
+          return try await updates.next()
+        }
+        #expect(first?.isSnapshot == true && first?.epoch == top.epoch && first?.throughOffset == top.lastOffset, "from \(epoch), \(offset)")
+        #expect(first?.changes.map(\.cardID) == ["b"], "from \(epoch), \(offset)")
       }
     }
   }

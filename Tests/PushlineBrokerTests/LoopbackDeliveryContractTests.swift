@@ -27,7 +27,7 @@ struct LoopbackDeliveryContractTests {
   @Test(arguments: 0..<6)
   func randomDropsOfASlowSubscriberKeepTheContract(seed: Int) async throws {
     var random = SplitMix64(seed: UInt64(seed) + 4_000)
-    try await BrokerLoopbackTests.withBroker(maxQueuedChanges: seed % 2 == 1 ? 4 : 100_000) { harness in
+    try await BrokerLoopbackTests.withBroker(configure: { $0.maxQueuedChangesPerSubscription = seed % 2 == 1 ? 4 : 100_000 }) { harness in
       let readerToken = try await harness.token(.subscriber, [Self.topic])
       let publisherToken = try await harness.token(.publisher, [Self.topic])
       var replica = TopicReplica()
