@@ -221,9 +221,11 @@ public final class Broker: Sendable {
   public func tick() {
     let now = configuration.nowMillis()
     let interval = configuration.watermarkInterval.milliseconds
-    var queued = 0
+    var (queued, longest) = (0, 0)
     for subscription in state.withLock({ Array($0.subscriptions.values) }) {
-      queued += subscription.queuedChanges
+      let depth = subscription.queuedChanges
+      queued += depth
+      longest = max(longest, depth)
       if subscription.principal.expiresAtMillis <= now {
         configuration.logger.info("a subscription's token expired", metadata: ["subject": "\(subscription.principal.subject)"])
         subscription.end(with: RPCError(code: .unauthenticated, message: "the token expired; reconnect with a new one"))
@@ -232,6 +234,7 @@ public final class Broker: Sendable {
       }
     }
     configuration.metrics.queuedChanges.record(queued)
+    configuration.metrics.longestQueue.record(longest)
   }
 
   /// Calls ``tick()`` every `interval` until the task is cancelled.

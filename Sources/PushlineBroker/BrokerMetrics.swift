@@ -10,6 +10,8 @@ public struct BrokerMetrics: Sendable {
   let coalescedChanges: Counter
   let subscriptions: Gauge
   let queuedChanges: Gauge
+  /// The longest subscriber queue: one slow reader, which the total hides among many.
+  let longestQueue: Gauge
   let commitDuration: Timer
   let commitSize: Recorder
 
@@ -22,6 +24,7 @@ public struct BrokerMetrics: Sendable {
     coalescedChanges = Counter(label: "pushline_coalesced_changes_total", factory: factory)
     subscriptions = Gauge(label: "pushline_subscriptions", factory: factory)
     queuedChanges = Gauge(label: "pushline_queued_changes", factory: factory)
+    longestQueue = Gauge(label: "pushline_longest_queue_changes", factory: factory)
     commitDuration = Timer(label: "pushline_commit_duration_seconds", factory: factory)
     commitSize = Recorder(label: "pushline_commit_publishes", factory: factory)
   }

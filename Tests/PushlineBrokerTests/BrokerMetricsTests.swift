@@ -26,6 +26,17 @@ struct BrokerMetricsTests {
     #expect(try metrics.expectCounter("pushline_delivered_changes_total").totalValue == 2)
     #expect(try metrics.expectGauge("pushline_subscriptions").lastValue == 1)
     #expect(try metrics.expectGauge("pushline_queued_changes").lastValue == 0)
+    #expect(try metrics.expectGauge("pushline_longest_queue_changes").lastValue == 0)
+    // A second subscriber that reads nothing: its queue is the longest, the first's is empty.
+    let idle = try broker.subscribe("t")
+    _ = try await broker.nextUpdates(for: idle)
+    try await broker.publish("t", [card("c", 1), card("d", 1)])
+    _ = try await broker.nextUpdates(for: subscription)
+    try await broker.publish("t", [card("e", 1)])
+    broker.tick()
+    #expect(try metrics.expectGauge("pushline_queued_changes").lastValue == 4)
+    #expect(try metrics.expectGauge("pushline_longest_queue_changes").lastValue == 3)
+    broker.unsubscribe(idle)
     broker.unsubscribe(subscription)
     #expect(try metrics.expectGauge("pushline_subscriptions").lastValue == 0)
   }

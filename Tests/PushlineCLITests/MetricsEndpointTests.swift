@@ -55,7 +55,7 @@ struct MetricsEndpointTests {
     #expect(values["pushline_delivered_changes_total"] == 1)
     #expect(values["pushline_coalesced_changes_total"] == 0)
     #expect(values["pushline_failed_commits_total"] == 0)
-    #expect(values["pushline_queued_changes"] != nil)
+    #expect(values["pushline_queued_changes"] != nil && values["pushline_longest_queue_changes"] != nil)
     #expect(values["pushline_commit_duration_seconds_count"] == 1)
     #expect(values["pushline_commit_publishes_count"] == 1)
   }
