@@ -41,7 +41,9 @@ struct CallResponder: Sendable {
     }
   }
 
-  /// Hands the call's responses to `source`, pulled on the loop when the returned pump is woken.
+  /// Hands the call's responses to `source`, pulled on the loop when the returned pump is woken
+  /// — and at once, on the loop, for what the source already holds (a subscription's snapshot),
+  /// so that it leaves with the connection's pending writes.
   func pump(_ source: any ResponseSource) -> any ResponsePump {
     let pump = CallPump(connection: connection, callID: callID, compresses: compresses, source: source, scheduler: pumps)
     guard connection.eventLoop.inEventLoop else {
@@ -49,6 +51,7 @@ struct CallResponder: Sendable {
       return pump
     }
     connection.value.register(pump, callID: callID)
+    pump.pullIfReady()
     return pump
   }
 

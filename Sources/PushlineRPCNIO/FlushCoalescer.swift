@@ -6,10 +6,12 @@ import PushlineRPC
 ///
 /// A flush is a system call, so its count, not the frames', decides what a busy connection
 /// costs. Writes made while the handler is reading (answers to the frames read) are flushed
-/// together when the read burst completes; writes made outside a read (call handlers'
-/// responses) are flushed by one `EventLoop.execute` scheduled at the first of them, which runs
-/// after every job already queued on the loop — so the responses of all the calls that ran in
-/// one turn of the loop leave in one flush. ``flush()`` flushes at once (a streaming writer
+/// together when the read burst completes — or, when the burst started call handlers' tasks,
+/// once those have run their first steps, so that a new subscriber's handshake answer and
+/// first update leave together; writes made outside a read (call handlers' responses) are
+/// flushed by one `EventLoop.execute` scheduled at the first of them, which runs after every
+/// job already queued on the loop — so the responses of all the calls that ran in one turn of
+/// the loop leave in one flush. ``flush()`` flushes at once (a streaming writer
 /// whose writes filled the channel's buffer).
 ///
 /// A frame is not handed to the pipeline on its own: going through each handler costs more
@@ -31,6 +33,9 @@ final class FlushCoalescer {
   private var isReading = false
   private var hasUnflushedWrites = false
   private var isFlushScheduled = false
+  /// A call handler's task started during the read burst: its first responses join the
+  /// burst's flush.
+  private var flushesAfterStartedTasks = false
   /// The frames written since the last element went down the pipeline.
   private var gathered: [UInt8] = []
 
@@ -75,7 +80,13 @@ final class FlushCoalescer {
   /// A write was made: it is flushed by the end of the burst.
   private func noteWrite() {
     hasUnflushedWrites = true
-    guard !isReading, !isFlushScheduled else { return }
+    guard !isReading else { return }
+    scheduleFlush()
+  }
+
+  /// Flushes once the jobs already queued on the loop have run.
+  private func scheduleFlush() {
+    guard !isFlushScheduled else { return }
     isFlushScheduled = true
     let coalescer = NIOLoopBound(self, eventLoop: context.eventLoop)
     context.eventLoop.execute {
@@ -84,15 +95,24 @@ final class FlushCoalescer {
     }
   }
 
+  /// A call handler's task was started during the read burst (queued on the loop): the
+  /// burst's writes wait for it, and leave with what it writes before it first suspends — a
+  /// new subscriber's handshake answer and its first update in one system call, not two.
+  func flushAfterStartedTasks() {
+    if isReading { flushesAfterStartedTasks = true }
+  }
+
   /// A read burst begins: writes wait for ``readCompleted()``.
   func readStarted() {
     isReading = true
   }
 
-  /// The read burst is over: flush what it wrote.
+  /// The read burst is over: flush what it wrote (after the tasks it started, if any).
   func readCompleted() {
     isReading = false
-    flush()
+    guard flushesAfterStartedTasks else { return flush() }
+    flushesAfterStartedTasks = false
+    if hasUnflushedWrites { scheduleFlush() }
   }
 
   /// Runs `writes` (a stream's responses pulled together) as one burst: what they write leaves

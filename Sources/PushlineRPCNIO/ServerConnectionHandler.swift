@@ -572,6 +572,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
       connection: NIOLoopBound(self, eventLoop: context.eventLoop), callID: callID,
       compresses: serverContext.peer.compression == .deflate, pumps: pumps)
     if opening.isUnary { runningTasks += 1 }
+    output?.flushAfterStartedTasks()
     let isUnary = opening.isUnary
     let task = Task(executorPreference: executor) {
       let status: CallStatus

@@ -84,10 +84,11 @@ struct ServerConnectionHandlerTests {
 
   /// A connected channel serving a stream of `value` responses, an echo, an echo answered
   /// later (its requests and completions go to `held`) and a pumped stream of what `feed` is
-  /// sent, past its handshake; `written` counts the responses the stream's handler has written.
+  /// sent, past its handshake (unless `handshakes` is false); `written` counts the responses
+  /// the stream's handler has written.
   static func channel(
     written: WriteCount? = nil, held: HeldCalls? = nil, feed: Feed? = nil, gate: Gate? = nil, compressions: [Compression] = [],
-    handshakeTimeout: TimeAmount? = nil
+    handshakeTimeout: TimeAmount? = nil, handshakes: Bool = true
   ) throws -> (EmbeddedChannel, OutboundEventCounter<ConnectionElement>) {
     var router = RPCRouter()
     router.registerUnary(gated, request: MetadataEntry.self, response: MetadataEntry.self) { request, _ in
@@ -115,6 +116,7 @@ struct ServerConnectionHandlerTests {
       ServerConnectionHandler(router: router, configuration: .init(), gracePeriod: .seconds(10), handshakeTimeout: handshakeTimeout),
     ])
     try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
+    guard handshakes else { return (channel, counter) }
     try channel.writeInbound(ConnectionElement.preface(ConnectionPreface()))
     var hello = ClientHello(minVersion: 1, maxVersion: 1)
     hello.compressions = compressions
@@ -244,6 +246,24 @@ struct ServerConnectionHandlerTests {
     channel.embeddedEventLoop.run()
     #expect(counter.flushes == flushesBefore + 1)
     try Self.expectAnswersToCalls1To3(channel)
+  }
+
+  /// A client that subscribes with its handshake, as the broker's subscribers do, gets the
+  /// handshake's answer and the stream's first responses (what its source already holds) in
+  /// one flush — one system call per new subscriber, not two.
+  @Test func theHandshakesAnswerAndAStreamsFirstResponsesLeaveInOneFlush() throws {
+    let feed = Feed()
+    feed.queued.withLock { $0 = [MetadataEntry(key: "first").serializedBytes()] }
+    let (channel, counter) = try Self.channel(feed: feed, handshakes: false)
+    let opening = [ConnectionElement.preface(ConnectionPreface()), Self.frame(.handshake, 0, ClientHello(minVersion: 1, maxVersion: 1).serializedBytes())]
+    for element in opening + Self.call(1, Self.pumped, value: "") { channel.pipeline.syncOperations.fireChannelRead(NIOAny(element)) }
+    channel.pipeline.syncOperations.fireChannelReadComplete()
+    channel.embeddedEventLoop.run()
+    #expect(counter.flushes == 1)
+    #expect(try channel.readOutbound(as: ConnectionElement.self) == .preface(ConnectionPreface()))
+    let frames = try Self.readFrames(channel)
+    #expect(frames.map(\.kind) == [.handshake, .message])
+    #expect(try MetadataEntry(serializedBytes: Array(frames.last?.payload.dropFirst() ?? [])) == MetadataEntry(key: "first"))
   }
 
   /// Completions given on the loop in one job (a commit answering its publishes) leave in one
