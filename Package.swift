@@ -73,6 +73,7 @@ let package = Package(
         "PushlineWire", "PushlineSchema", "PushlineRPC", "PushlineRPCNIO", "PushlineBroker", "PushlineClient",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "Logging", package: "swift-log"),
       ],
       swiftSettings: strictSettings),
     .target(

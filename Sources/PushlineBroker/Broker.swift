@@ -227,8 +227,10 @@ public final class Broker: Sendable {
       queued += depth
       longest = max(longest, depth)
       if subscription.principal.expiresAtMillis <= now {
-        configuration.logger.info("a subscription's token expired", metadata: ["subject": "\(subscription.principal.subject)"])
-        subscription.end(with: RPCError(code: .unauthenticated, message: "the token expired; reconnect with a new one"))
+        // Once: a subscription whose connection takes no bytes keeps its end until it closes.
+        if subscription.end(with: RPCError(code: .unauthenticated, message: "the token expired; reconnect with a new one")) {
+          configuration.logger.info("a subscription's token expired", metadata: ["subject": "\(subscription.principal.subject)"])
+        }
       } else {
         subscription.markWatermarksDueIfIdle(nowMillis: now, intervalMillis: interval)
       }

@@ -34,6 +34,9 @@ public final class Subscription: Sendable {
     /// The topics whose watermark is due: each goes with the next take, unless an update of
     /// the topic does.
     var watermarksDue: Set<String> = []
+    /// No topic can fall due for a watermark before this (a topic's last send only moves
+    /// later): the ticks before it skip the walk over the topics.
+    var nextWatermarkCheckMillis = Int64.min
     /// When the subscription started: its topics' last send until their first.
     let startedMillis: Int64
     /// How many topics need a snapshot: a pull checks this before looking for them.
@@ -153,24 +156,37 @@ public final class Subscription: Sendable {
   /// however busy the stream's other topics keep it.
   func markWatermarksDueIfIdle(nowMillis: Int64, intervalMillis: Int64) {
     let drainer = state.withLock { state -> Drainer? in
+      guard nowMillis >= state.nextWatermarkCheckMillis else { return nil }
       let before = state.watermarksDue.count
-      for (name, progress) in state.topics
-      where !progress.needsSnapshot && nowMillis - progress.lastSentMillis >= intervalMillis && !state.queue.hasEntries(for: name) {
-        state.watermarksDue.insert(name)
+      var next = Int64.max
+      for (name, progress) in state.topics {
+        let (due, overflow) = progress.lastSentMillis.addingReportingOverflow(intervalMillis)
+        if overflow || nowMillis < due {
+          next = min(next, overflow ? .max : due)
+        } else if progress.needsSnapshot || state.queue.hasEntries(for: name) {
+          next = min(next, nowMillis)  // due once what it waits for is sent: look again next tick
+        } else {
+          state.watermarksDue.insert(name)
+          next = min(next, nowMillis &+ intervalMillis)  // sent soon, due again an interval after
+        }
       }
+      state.nextWatermarkCheckMillis = next
       return state.watermarksDue.count > before ? state.drainer() : nil
     }
     drainer?.wake()
   }
 
   /// Ends the stream with `error` (the token expired, the broker shuts down): the drain's
-  /// next take throws it.
-  func end(with error: RPCError) {
-    let drainer = state.withLock { state in
-      if state.ended == nil { state.ended = error }
-      return state.drainer()
+  /// next take throws it. Returns whether this ended it (false when it had ended already).
+  @discardableResult
+  func end(with error: RPCError) -> Bool {
+    let (drainer, ended) = state.withLock { state in
+      guard state.ended == nil else { return (state.drainer(), false) }
+      state.ended = error
+      return (state.drainer(), true)
     }
     drainer.wake()
+    return ended
   }
 
   /// Hands the queue to the transport's `pump`, woken from now on whenever there is something
@@ -218,8 +234,10 @@ public final class Subscription: Sendable {
       if state.snapshotsDue > 0 { return [] }
       var updates: [AssembledTopicUpdate] = []
       if !state.queue.isEmpty {
-        let topics = state.topics
-        updates = state.queue.take(limit: maxChanges) { topics[$0]?.epoch ?? 0 }
+        do {
+          let topics = state.topics  // let go of before the table is written below: no copy of it
+          updates = state.queue.take(limit: maxChanges) { topics[$0]?.epoch ?? 0 }
+        }
         for index in updates.indices {
           let topic = updates[index].base.topic
           state.topics[topic]?.lastSentMillis = nowMillis
@@ -227,10 +245,11 @@ public final class Subscription: Sendable {
           // Complete through the topic's last queued offset once nothing of it is left;
           // otherwise through this update's last change (what remains supersedes the rest).
           updates[index].base.throughOffset =
-            state.queue.hasEntries(for: topic) ? updates[index].lastOffset ?? 0 : topics[topic]?.queuedThrough ?? 0
+            state.queue.hasEntries(for: topic) ? updates[index].lastOffset ?? 0 : state.topics[topic]?.queuedThrough ?? 0
           updates[index].base.serverTimeMillis = nowMillis
         }
       }
+      guard !state.watermarksDue.isEmpty else { return updates.isEmpty ? nil : updates }
       // The due watermarks of the topics with nothing queued, after the others' updates; a
       // topic with something queued, or sent now, is confirmed by its updates.
       let sent = Set(updates.map(\.base.topic))

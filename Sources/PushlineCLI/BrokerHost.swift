@@ -1,4 +1,5 @@
 import CoreMetrics
+import Logging
 import NIOCore
 import PushlineBroker
 import PushlineRPC
@@ -25,6 +26,8 @@ struct BrokerHost {
   var lameDuckPeriod: Duration = .zero
   /// New connections accepted per second; 0 for no limit.
   var maxConnectionsPerSecond = 0
+  /// Where the RPC server logs (where it listens, its shutdown, the connections it closes).
+  var rpcLogger = Logger(label: "pushline.rpc")
   /// Where the RPC server reports its connections (the broker's own figures go to
   /// `configuration.metrics`); nil for swift-metrics' global factory as it is when the host
   /// starts, after `serve` has bootstrapped it.
@@ -42,7 +45,8 @@ struct BrokerHost {
       router: router,
       configuration: .init(
         host: host, port: port, connection: .init(limits: BrokerService.connectionLimits), gracePeriod: gracePeriod,
-        lameDuckPeriod: lameDuckPeriod, maxConnectionsPerSecond: maxConnectionsPerSecond, metrics: connectionMetrics ?? MetricsSystem.factory))
+        lameDuckPeriod: lameDuckPeriod, maxConnectionsPerSecond: maxConnectionsPerSecond, metrics: connectionMetrics ?? MetricsSystem.factory,
+        logger: rpcLogger))
     return try await withThrowingTaskGroup(of: Void.self) { group in
       // The periodic duties (watermarks, expired tokens) go on until the last connection closes.
       group.addTask { await broker.run() }

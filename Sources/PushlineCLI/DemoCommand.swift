@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import NIOCore
 import PushlineBroker
 import PushlineClient
@@ -44,9 +45,14 @@ struct DemoCommand: AsyncParsableCommand {
     let directory = dataDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("pushline-demo-\(getpid())").path
     defer { if dataDirectory == nil { try? FileManager.default.removeItem(atPath: directory) } }
     let secret = (0..<32).map { _ in UInt8.random(in: 0...255) }
-    let host = BrokerHost(
+    // The demo's screen is the tracker: only warnings and errors of the broker and its server
+    // join it.
+    var quiet = Logger(label: "pushline.demo.broker")
+    quiet.logLevel = .warning
+    var host = BrokerHost(
       storage: try SQLiteBrokerStorage(directory: directory + "/broker"),
-      configuration: BrokerConfiguration(watermarkInterval: .seconds(5)), secret: secret, host: "127.0.0.1", port: 0)
+      configuration: BrokerConfiguration(watermarkInterval: .seconds(5), logger: quiet), secret: secret, host: "127.0.0.1", port: 0)
+    host.rpcLogger = quiet
     try await host.run { running in
       let port = running.address.port!
       let expiry = WallClock.systemMillis() + 86_400_000

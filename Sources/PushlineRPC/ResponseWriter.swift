@@ -16,8 +16,9 @@ public struct ResponseWriter<Response: WireMessage>: Sendable {
   }
 
   /// Hands the rest of the stream to `source`, which the transport then pulls from on its own
-  /// executor whenever the returned pump is woken and the connection can take bytes: no
-  /// response costs a task switch. The handler should then return: if it returns normally, the
+  /// executor whenever the returned pump is woken and the connection can take bytes — and,
+  /// called on that executor, at once for what the source already holds, which may end the
+  /// stream before this returns: no response costs a task switch. The handler should then return: if it returns normally, the
   /// call goes on until the source ends it (calls ``ResponseBatch/endStream()`` or throws in
   /// ``ResponseSource/nextResponses(into:)``); if it throws, the call ends with its error. Once
   /// per call: a second source ends the first one's stream. `nil` when the transport cannot;

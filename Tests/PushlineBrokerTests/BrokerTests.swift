@@ -409,6 +409,34 @@ struct BrokerTests {
     }
   }
 
+  /// A subscription whose token expired is ended, and logged, once: one whose connection
+  /// takes no bytes stays registered until it closes, and must not log again every second.
+  @Test func anExpiredTokenIsLoggedOnce() async throws {
+    let records = RecordingLogHandler.Records()
+    let broker = try await makeBroker { $0.logger = RecordingLogHandler.logger(into: records) }
+    _ = try broker.subscribe(SubscribeRequest(topics: [TopicPosition(topic: "t")]), for: principal(.subscriber, expiresAtMillis: clock.now + 5000))
+    clock.advance(by: .seconds(5))
+    for _ in 0..<5 {
+      broker.tick()
+      clock.advance(by: .seconds(1))
+    }
+    #expect(records.all.filter { $0.message == "a subscription's token expired" }.count == 1)
+  }
+
+  /// A take writes each sent topic's last send into the subscription's table of topics in
+  /// place: a subscription to 1,000 topics does not copy the table per delivery.
+  @Test func aTakeDoesNotCopyTheTableOfTopics() async throws {
+    let broker = try await makeBroker()
+    let topics = (0..<1000).map { "driver/\($0)/earnings" }
+    let subscription = try broker.subscribe(SubscribeRequest(topics: topics.map { TopicPosition(topic: $0) }), for: reader)
+    while let updates = try subscription.takeReady(maxChanges: 512, nowMillis: clock.now), !updates.isEmpty {}
+    try await broker.publish("driver/7/earnings", [card("a", 1)])
+    let table = { subscription.state.withLock { unsafeBitCast($0.topics, to: UInt.self) } }
+    let before = table()
+    #expect(try subscription.takeReady(maxChanges: 512, nowMillis: clock.now)?.count == 1)
+    #expect(table() == before)
+  }
+
   @Test func aStreamEndsWhenItsTokenExpires() async throws {
     let broker = try await makeBroker()
     let subscription = try broker.subscribe(

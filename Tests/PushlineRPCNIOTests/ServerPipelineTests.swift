@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import NIOEmbedded
 import PushlineRPC
+import PushlineTesting
 @testable import PushlineRPCNIO
 import Testing
 
