@@ -144,9 +144,9 @@ public final class Subscription: Sendable {
     state.withLock { state in
       guard state.topics[topic.name]?.needsSnapshot == true else { return }
       state.snapshotsDue -= 1
-      state.topics[topic.name]?.needsSnapshot = false
-      state.topics[topic.name]?.epoch = topic.epoch
-      state.topics[topic.name]?.queuedThrough = topic.topOffset
+      state.topics.changeValue(forKey: topic.name) { progress in
+        (progress.needsSnapshot, progress.epoch, progress.queuedThrough) = (false, topic.epoch, topic.topOffset)
+      }
       state.queue.append(snapshot: snapshot)
     }
   }
@@ -240,12 +240,16 @@ public final class Subscription: Sendable {
         }
         for index in updates.indices {
           let topic = updates[index].base.topic
-          state.topics[topic]?.lastSentMillis = nowMillis
+          // In place (no `_modify` coroutine allocated per delivery), one lookup for both.
+          let queuedThrough = state.topics.changeValue(forKey: topic) { progress in
+            progress.lastSentMillis = nowMillis
+            return progress.queuedThrough
+          }
           if updates[index].base.isSnapshot { continue }
           // Complete through the topic's last queued offset once nothing of it is left;
           // otherwise through this update's last change (what remains supersedes the rest).
           updates[index].base.throughOffset =
-            state.queue.hasEntries(for: topic) ? updates[index].lastOffset ?? 0 : state.topics[topic]?.queuedThrough ?? 0
+            state.queue.hasEntries(for: topic) ? updates[index].lastOffset ?? 0 : queuedThrough ?? 0
           updates[index].base.serverTimeMillis = nowMillis
         }
       }
@@ -258,7 +262,7 @@ public final class Subscription: Sendable {
         var watermark = EncodedTopicUpdate(topic: topic, epoch: progress.epoch, throughOffset: progress.queuedThrough)
         watermark.serverTimeMillis = nowMillis
         updates.append(AssembledTopicUpdate(watermark))
-        state.topics[topic]?.lastSentMillis = nowMillis
+        state.topics.changeValue(forKey: topic) { $0.lastSentMillis = nowMillis }
       }
       state.watermarksDue = []
       return updates.isEmpty ? nil : updates
