@@ -179,6 +179,43 @@ extension Broker {
     }
   }
 
+  /// How often every topic is looked at for tombstones past the maximum age.
+  static let agePruneIntervalMillis: Int64 = 60_000
+
+  /// Queues for commit, at most once per ``agePruneIntervalMillis``, the prunes of every
+  /// topic's tombstones past the maximum age (and past the count): a publish's commit prunes
+  /// only the topics it touched, and a topic no one publishes to again would keep its
+  /// tombstones, and its floor, for ever. A prune whose commit fails is tried again a minute
+  /// later.
+  func pruneAgedTombstones(nowMillis now: Int64) {
+    let due = intake.withLock { intake in
+      if let last = intake.lastAgePruneMillis, now - last < Self.agePruneIntervalMillis { return false }
+      intake.lastAgePruneMillis = now
+      return true
+    }
+    guard due else { return }
+    let (limit, maxAge) = (configuration.maxTombstonesPerTopic, configuration.maxTombstoneAge.milliseconds)
+    let prunes = state.withLock { state in
+      var prunes: [TombstonePrune] = []
+      var index = state.topics.startIndex
+      while index != state.topics.endIndex {
+        if let prune = state.topics.values[index].tombstonesToPrune(limit: limit, maxAgeMillis: maxAge, nowMillis: now) {
+          prunes.append(prune)
+        }
+        state.topics.formIndex(after: &index)
+      }
+      return prunes
+    }
+    guard !prunes.isEmpty else { return }
+    let starts = intake.withLock { intake in
+      intake.pendingPrunes += prunes
+      guard !intake.isCommitting else { return false }
+      intake.isCommitting = true
+      return true
+    }
+    if starts { Task { await self.commitPending() } }
+  }
+
   /// Commits `batch`, applies it and answers its `publishes` (or fails them).
   private func commit(_ batch: StorageBatch, _ publishes: [PendingPublish]) async {
     let clock = ContinuousClock()

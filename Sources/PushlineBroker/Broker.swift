@@ -50,6 +50,8 @@ public final class Broker: Sendable {
     var isCommitting = false
     var publishRecords: [PublishRecordKey: PublishRecord] = [:]
     var lastRecordCleanupMillis: Int64 = 0
+    /// When every topic was last looked at for tombstones past the maximum age.
+    var lastAgePruneMillis: Int64?
   }
 
   struct PublishRecordKey: Hashable {
@@ -216,7 +218,8 @@ public final class Broker: Sendable {
   }
 
   /// The periodic duties, to be called every second or so (``run()`` does): a watermark for
-  /// each subscribed topic idle for the watermark interval, the end, with UNAUTHENTICATED, of
+  /// each subscribed topic idle for the watermark interval, once a minute the prune of
+  /// tombstones past the maximum age in every topic, the end, with UNAUTHENTICATED, of
   /// each subscription whose token has expired, and the queue-depth gauge.
   public func tick() {
     let now = configuration.nowMillis()
@@ -237,6 +240,7 @@ public final class Broker: Sendable {
     }
     configuration.metrics.queuedChanges.record(queued)
     configuration.metrics.longestQueue.record(longest)
+    pruneAgedTombstones(nowMillis: now)
   }
 
   /// Calls ``tick()`` every `interval` until the task is cancelled.

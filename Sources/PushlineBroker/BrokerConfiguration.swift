@@ -7,7 +7,7 @@ public import Logging
 public struct BrokerConfiguration: Sendable {
   /// Tombstones kept per topic; past this the oldest go and the floor rises.
   public var maxTombstonesPerTopic: Int
-  /// Tombstones older than this go (checked when their topic is published to).
+  /// Tombstones older than this go (checked when their topic is published to, and once a minute).
   public var maxTombstoneAge: Duration
   /// How long a publish's idempotency key is remembered.
   public var idempotencyWindow: Duration

@@ -59,7 +59,7 @@ struct ServeCommand: AsyncParsableCommand {
   var tombstoneLimit: Int?
 
   @Option(help: ArgumentHelp(
-    "Seconds a tombstone is kept at most, checked when its topic is published to (default: \(ServeSettings().tombstoneMaxAge)).",
+    "Seconds a tombstone is kept at most, checked when its topic is published to and once a minute (default: \(ServeSettings().tombstoneMaxAge)).",
     valueName: "seconds"))
   var tombstoneMaxAge: Int?
 

@@ -35,7 +35,7 @@ struct ServeSettings: Equatable, Sendable {
   var watermarkInterval = 30
   /// Tombstones kept per topic before the oldest go.
   var tombstoneLimit = 1000
-  /// Seconds a tombstone is kept at most (checked when its topic is published to).
+  /// Seconds a tombstone is kept at most (checked when its topic is published to, and once a minute).
   var tombstoneMaxAge = Int(BrokerConfiguration().maxTombstoneAge.components.seconds)
   /// Changes queued for one subscriber before a topic's queue gives way to a snapshot.
   var maxQueuedChanges = BrokerConfiguration().maxQueuedChangesPerSubscription

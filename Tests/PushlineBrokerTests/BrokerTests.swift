@@ -145,6 +145,26 @@ struct BrokerTests {
     #expect(updates[0].throughOffset == response.lastOffset)
   }
 
+  /// A topic no one publishes to again still loses its tombstones past the maximum age: the
+  /// periodic duties look at every topic once a minute, and commit the prune; its floor rises.
+  @Test func tombstonesOfAQuietTopicGoOnceTheyAreTooOld() async throws {
+    let broker = try await makeBroker { $0.maxTombstoneAge = .seconds(60) }
+    try await broker.publish("quiet", [card("a", 1), card("b", 1)])
+    let removal = try await broker.publish("quiet", [], removing: ["a"])
+    broker.tick()  // a look now finds the tombstone young
+    clock.advance(by: .seconds(30))
+    broker.tick()
+    clock.advance(by: .seconds(31))
+    broker.tick()  // 61 s old, and a minute since the last look
+    var floor = broker.state.withLock { $0.topics["quiet"]!.floorOffset }
+    for _ in 0..<100_000 where floor != removal.lastOffset {  // the prune's commit runs in a task
+      await Task.yield()
+      floor = broker.state.withLock { $0.topics["quiet"]!.floorOffset }
+    }
+    #expect(floor == removal.lastOffset)
+    #expect(broker.state.withLock { $0.topics["quiet"]!.records.keys.sorted() } == ["b"])
+  }
+
   @Test func expiredCardsLeaveSnapshotsButAreNeverPushed() async throws {
     let broker = try await makeBroker { $0.watermarkInterval = .seconds(3600) }
     let nowSeconds = clock.now / 1000
