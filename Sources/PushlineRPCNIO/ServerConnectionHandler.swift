@@ -241,7 +241,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
   func errorCaught(context: ChannelHandlerContext, error: any Error) {
     guard let violation = error as? ProtocolViolation else {
-      logger.debug("closing a connection after an error", metadata: ["peer": "\(context.remoteAddress.map { "\($0)" } ?? "?")", "error": "\(error)"])
+      logger.debug("closing a connection after an error", metadata: ["peer": "\(peerDescription)", "error": "\(error)"])
       context.close(promise: nil)
       return
     }
@@ -452,16 +452,16 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private func logClosing(after elements: [ConnectionElement]) {
     for case .frame(let frame) in elements where frame.kind == .goAway {
       guard let goAway = try? GoAway(serializedBytes: frame.payload) else { continue }
-      let metadata: Logger.Metadata = [
-        "peer": "\(context?.remoteAddress.map { "\($0)" } ?? "?")", "code": "\(goAway.code ?? 0)", "reason": "\(goAway.message ?? "")",
-      ]
-      if goAway.code == StatusCode.unavailable.rawValue || goAway.retryAfterMillis != nil {
-        logger.debug("closing a connection", metadata: metadata)
-      } else {
-        logger.notice("closing a connection that broke the protocol", metadata: metadata)
-      }
+      let retired = goAway.code == StatusCode.unavailable.rawValue || goAway.retryAfterMillis != nil
+      // The message and metadata are built only if the level is logged.
+      logger.log(
+        level: retired ? .debug : .notice, retired ? "closing a connection" : "closing a connection that broke the protocol",
+        metadata: ["peer": "\(peerDescription)", "code": "\(goAway.code ?? 0)", "reason": "\(goAway.message ?? "")"])
     }
   }
+
+  /// The peer's address as logs name it.
+  private var peerDescription: String { context?.remoteAddress.map { "\($0)" } ?? "?" }
 
   private func startCall(_ callID: UInt32, _ start: CallStart) {
     guard let peer, let context else { return }
