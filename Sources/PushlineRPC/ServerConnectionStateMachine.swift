@@ -564,6 +564,36 @@ public struct ServerConnectionStateMachine: Sendable {
     }
   }
 
+  /// The client will send nothing more: it shut its side of the connection down, or closed the
+  /// connection (which the server cannot tell apart). The calls it finished are still served,
+  /// a pipelined call as if half-closed after its last whole request (those it has sent are
+  /// applied and answered); a call that has not sent its HALF_CLOSE is cancelled, as the rest
+  /// of its requests will never come. No GOAWAY: the client takes no new call anyway. The
+  /// connection closes once the calls served have ended.
+  public mutating func peerFinishedSending() -> [Action] {
+    switch state {
+    case .awaitingPreface, .awaitingHello:
+      state = .closed
+      return [.close(after: [])]
+    case .closed, .updating:
+      return []
+    case .open(var open):
+      var actions: [Action] = []
+      for callID in open.calls.keys.sorted() where open.calls[callID]?.isHalfClosed == false {
+        if case .pipelined = open.calls[callID]?.requests {
+          open.halfClose(callID)
+          actions.append(.deliverEndOfRequests(callID: callID))
+        } else {
+          open.removeCall(callID)
+          actions.append(.cancelCall(callID: callID))
+        }
+      }
+      open.lastServedCallID = open.lastServedCallID ?? open.highestCallID
+      state = .open(open)
+      return actions + closeIfDrained(open, after: [])
+    }
+  }
+
   // MARK: Helpers
 
   private mutating func closeIfDrained(_ open: Open, after elements: [ConnectionElement]) -> [Action] {

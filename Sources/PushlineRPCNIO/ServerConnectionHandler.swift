@@ -25,7 +25,10 @@ import PushlineWire
 ///
 /// A graceful shutdown arrives as the inbound user event ``ShutDown``: GOAWAY, and each pumped
 /// stream hears that its connection is going away; then the grace period, then the handlers
-/// still running are cancelled and the other calls still open end with UNAVAILABLE.
+/// still running are cancelled and the other calls still open end with UNAVAILABLE. The peer's
+/// end of file (`ChannelEvent.inputClosed`) starts the same, without the GOAWAY: the unary and
+/// pipelined calls it finished sending are answered, its streams end at once, and the
+/// connection closes once the calls have ended.
 final class ServerConnectionHandler: ChannelInboundHandler {
   typealias InboundIn = ConnectionElement
   typealias OutboundOut = ConnectionElement
@@ -87,6 +90,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     var pump: CallPump?
     /// Whether the pump waits for the channel to become writable.
     var pumpAwaitsWritable = false
+    /// Whether the call is a server stream (not unary, not pipelined).
+    var isStream = false
   }
 
   private var machine: ServerConnectionStateMachine
@@ -120,7 +125,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// cancelled at the handshake). Before the handler is added, how long the client has for it,
   /// if set.
   private var handshakeDeadline: HandshakeDeadline.State
-  /// Set once the shutdown's GOAWAY is sent.
+  /// Set once the connection retires: the shutdown's GOAWAY is sent, or the peer has finished
+  /// sending.
   private var isGoingAway = false
   /// The channel's writability as its last change said (NIO reports each change on the loop,
   /// as the write or flush that makes it happens): read at every response written, where asking
@@ -260,12 +266,38 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   }
 
   func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-    guard event is ShutDown else { return context.fireUserInboundEventTriggered(event) }
-    execute(machine.shutDown())
+    if event is ShutDown {
+      execute(machine.shutDown())
+    } else if let event = event as? ChannelEvent, event == .inputClosed {
+      peerFinishedSending()
+    } else {
+      return context.fireUserInboundEventTriggered(event)
+    }
+    retire(context: context)
+  }
+
+  /// The peer's end of file (the channel allows half-closure): its unary and pipelined calls
+  /// are answered as far as it sent them before the connection closes — a client may send its
+  /// calls and shut its side down, even in the read that brings them. Its streams end at once:
+  /// a client that stopped sending cannot be told from one that is gone, and a gone client's
+  /// stream (a subscription) would otherwise hold on for the grace period.
+  private func peerFinishedSending() {
+    execute(machine.peerFinishedSending())
+    let gone = RPCError(code: .cancelled, message: "the client finished sending before the stream ended").status
+    for (callID, call) in calls where call.isStream {
+      stopHandler(of: callID)
+      finish(callID: callID, status: gone)
+    }
+  }
+
+  /// Lets the calls in progress end, on a shutdown or once the peer has finished sending: each
+  /// pumped stream hears that its connection is going away, a pipelined call takes no more
+  /// requests (it ends once those it has are answered), and after the grace period what is
+  /// still open ends. Once only; not on a connection already closed.
+  private func retire(context: ChannelHandlerContext) {
     guard self.context != nil, graceTimer == nil else { return }
     isGoingAway = true
     for call in calls.values { call.pump?.connectionIsGoingAway() }
-    // A pipelined call takes no more requests: it ends once those it has are answered.
     let goingAway = RPCError(code: .unavailable, message: "the server is going away; retry on a new connection").status
     for (callID, call) in calls {
       guard case .pipeline(let pipeline) = call.receiver else { continue }
@@ -470,6 +502,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
     let serverContext = ServerContext(peer: peer, start: start, executor: executor)
     var call = Call()
+    call.isStream = kind == .serverStreaming
     if case .pipelined(let handler) = implementation {
       call.receiver = .pipeline(PipelinedCall(context: serverContext, handler: handler))
     } else {

@@ -41,6 +41,11 @@ final class BlockingSocket {
     }
   }
 
+  /// Shuts the sending side down: the peer reads an end of file, and may still answer.
+  func shutDownSending() throws {
+    guard shutdown(descriptor, Int32(SHUT_WR)) == 0 else { throw Failure(call: "shutdown", errno: errno) }
+  }
+
   /// Everything the peer sends until it closes its side.
   func receiveUntilEndOfStream() throws -> [UInt8] {
     var received: [UInt8] = []

@@ -249,6 +249,37 @@ struct LoopbackTests {
     }
   }
 
+  /// A client may send its calls and shut its side of the connection down at once (a script's
+  /// `printf … | nc`): the end of file may then arrive in the same read as the calls. The
+  /// unary calls it finished are still answered, and the server closes once they have ended;
+  /// a call it had not finished is dropped. (Streams end at once: `PumpedStreamTests`.)
+  @Test func aClientThatShutsItsSideDownAfterItsCallsGetsTheirAnswers() async throws {
+    try await Self.withServer { port in
+      try await NIOThreadPool.singleton.runIfActive {  // blocking socket calls, off the tasks' threads
+        func call(_ callID: UInt32, _ method: String, _ value: String, halfClosed: Bool = true) -> [UInt8] {
+          let start = Frame(kind: .callStart, callID: callID, payload: CallStart(method: method).serializedBytes())
+          let message = Frame(kind: .message, callID: callID, payload: [0] + { var entry = MetadataEntry(key: "k\(callID)"); entry.value = value; return entry }().serializedBytes())
+          return start.bytes + message.bytes + (halfClosed ? Frame(kind: .halfClose, callID: callID, payload: []).bytes : [])
+        }
+        let socket = try BlockingSocket(port: port)
+        try socket.send(RawPeer.opening + call(1, Self.echo, "one") + call(3, Self.echo, "two") + call(5, Self.echo, "never", halfClosed: false))
+        try socket.shutDownSending()
+        let answers = try RawPeer.elements(in: ByteBuffer(bytes: try socket.receiveUntilEndOfStream()))
+        var messages: [UInt32: [String]] = [:]
+        var statuses: [UInt32: UInt32] = [:]
+        for case .frame(let frame) in answers {
+          switch frame.kind {
+          case .message: messages[frame.callID, default: []].append(try MetadataEntry(serializedBytes: Array(frame.payload.dropFirst())).key)
+          case .status: statuses[frame.callID] = try CallStatus(serializedBytes: frame.payload).code
+          default: #expect(frame.kind == .handshake, "no GOAWAY: the client takes no new call anyway")
+          }
+        }
+        #expect(messages == [1: ["k1"], 3: ["k3"]])
+        #expect(statuses == [1: StatusCode.ok.rawValue, 3: StatusCode.ok.rawValue])
+      }
+    }
+  }
+
   /// A peer that sends half a frame and goes silent is closed by the server's idle timeout
   /// (the test waits for the server's EOF, not for a time).
   @Test func halfAFrameThenSilenceIsCutOffByTheIdleTimeout() async throws {

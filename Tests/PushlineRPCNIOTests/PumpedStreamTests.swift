@@ -123,6 +123,37 @@ struct PumpedStreamTests {
     }
   }
 
+  /// A client that shuts its side of the connection down — or dies, which the server cannot
+  /// tell apart — does not leave its stream open, even one whose source would never end it:
+  /// the stream ends at once with CANCELLED, its source hears of the end, and the server
+  /// closes the connection (the test waits for the end of file, not for a time).
+  @Test(.timeLimit(.minutes(1))) func aStreamEndsWhenItsClientShutsItsSideDown() async throws {
+    let numbers = Numbers(total: nil, batch: 1)
+    var router = RPCRouter()
+    router.registerServerStreaming(Self.method, request: MetadataEntry.self, response: MetadataEntry.self) { _, writer, _ in
+      _ = try #require(writer.pump(from: numbers))
+    }
+    try await RPCServer(router: router, configuration: .init(port: 0)).withRunningServer { address in
+      try await NIOThreadPool.singleton.runIfActive {  // blocking socket calls, off the tasks' threads
+        let socket = try BlockingSocket(port: address.port!)
+        let call = [
+          Frame(kind: .callStart, callID: 1, payload: CallStart(method: Self.method).serializedBytes()),
+          Frame(kind: .message, callID: 1, payload: [0] + MetadataEntry(key: "go").serializedBytes()),
+          Frame(kind: .halfClose, callID: 1),
+        ]
+        try socket.send(RawPeer.opening + call.flatMap(\.bytes))
+        try socket.shutDownSending()
+        let answers = try RawPeer.elements(in: ByteBuffer(bytes: try socket.receiveUntilEndOfStream()))
+        guard case .frame(let last)? = answers.last, last.kind == .status, last.callID == 1 else {
+          Issue.record("expected the stream's status, then the end of file; got \(answers)")
+          return
+        }
+        #expect(try CallStatus(serializedBytes: last.payload).code == StatusCode.cancelled.rawValue)
+      }
+      for await _ in numbers.ended {}
+    }
+  }
+
   /// Hands out a 60 KiB response per pull, without end, and reports what it is told of its
   /// connection's writability.
   final class Flood: ResponseSource {

@@ -388,6 +388,39 @@ struct ServerConnectionStateMachineTests {
     #expect(machine.isClosed)
   }
 
+  /// A client that sends its last bytes (it shut its side down, or closed) still gets the
+  /// answers of the calls it finished: a half-closed call goes on, a pipelined one ends after
+  /// the requests it sent, one still sending is cancelled; the connection closes, with no
+  /// GOAWAY, when the last call served ends.
+  @Test func aClientThatFinishedSendingIsAnsweredThenClosed() throws {
+    let pipelined = "/test.Pipe/Line"
+    var (machine, _) = Self.connected(Machine.Configuration(compressions: [.deflate], pipelinedMethods: [pipelined]))
+    _ = machine.received(Self.start(1), serverTimeMillis: 0)
+    _ = machine.received(Self.message(1, [1]), serverTimeMillis: 0)
+    _ = machine.received(.frame(Frame(kind: .halfClose, callID: 1, payload: [])), serverTimeMillis: 0)
+    _ = machine.received(Self.start(3, pipelined), serverTimeMillis: 0)
+    _ = machine.received(Self.message(3, [2]), serverTimeMillis: 0)
+    _ = machine.received(Self.start(5), serverTimeMillis: 0)
+    _ = machine.received(Self.message(5, [3]), serverTimeMillis: 0)
+    #expect(machine.peerFinishedSending() == [.deliverEndOfRequests(callID: 3), .cancelCall(callID: 5)])
+    #expect(machine.finishCall(callID: 3, status: CallStatus(code: 0)).count == 1)
+    #expect(!machine.isClosed)
+    guard case .close(let after)? = machine.finishCall(callID: 1, status: CallStatus(code: 0)).last else {
+      Issue.record("the connection closes when its last call served ends")
+      return
+    }
+    #expect(after.count == 1)  // the call's status, no GOAWAY
+    #expect(machine.isClosed)
+  }
+
+  /// With nothing left to answer, or before the handshake, it closes at once.
+  @Test func aClientThatFinishedSendingWithNothingToAnswerIsClosedAtOnce() {
+    var (machine, _) = Self.connected()
+    #expect(machine.peerFinishedSending() == [.close(after: [])])
+    var fresh = Machine(configuration: .init())
+    #expect(fresh.peerFinishedSending() == [.close(after: [])])
+  }
+
   @Test func unknownFrameKindsAreIgnored() {
     var (machine, _) = Self.connected()
     #expect(machine.received(.frame(Frame(kind: FrameKind(rawValue: 0x42), callID: 0, payload: [1])), serverTimeMillis: 0).isEmpty)
