@@ -246,10 +246,15 @@ public final class Subscription: Sendable {
             return progress.queuedThrough
           }
           if updates[index].base.isSnapshot { continue }
-          // Complete through the topic's last queued offset once nothing of it is left;
-          // otherwise through this update's last change (what remains supersedes the rest).
-          updates[index].base.throughOffset =
-            state.queue.hasEntries(for: topic) ? updates[index].lastOffset ?? 0 : queuedThrough ?? 0
+          // Complete through the topic's last queued offset once nothing of it is left — the
+          // client then holds the topic's exact state there; otherwise through this update's
+          // last change (what remains supersedes the rest).
+          if state.queue.hasEntries(for: topic) {
+            updates[index].base.throughOffset = updates[index].lastOffset ?? 0
+          } else {
+            updates[index].base.throughOffset = queuedThrough ?? 0
+            updates[index].base.complete = true
+          }
           updates[index].base.serverTimeMillis = nowMillis
         }
       }
@@ -261,6 +266,7 @@ public final class Subscription: Sendable {
         guard let progress = state.topics[topic], !progress.needsSnapshot, !state.queue.hasEntries(for: topic) else { continue }
         var watermark = EncodedTopicUpdate(topic: topic, epoch: progress.epoch, throughOffset: progress.queuedThrough)
         watermark.serverTimeMillis = nowMillis
+        watermark.complete = true
         updates.append(AssembledTopicUpdate(watermark))
         state.topics.changeValue(forKey: topic) { $0.lastSentMillis = nowMillis }
       }

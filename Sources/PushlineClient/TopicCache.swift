@@ -16,8 +16,10 @@ public struct TopicCache: Hashable, Sendable {
   public var snapshotThroughOffset: Int64?
   /// While a snapshot sent in parts arrives: the cards held before it that no part or change
   /// has brought again yet. They stay in ``cards`` — shown as they were, rather than vanishing
-  /// and coming back with a later part — and go once the position reaches
-  /// ``snapshotThroughOffset``, as the snapshot's removals. Meanwhile ``verifiedAtMillis``
+  /// and coming back with a later part — and go at the first complete update (the copy is then
+  /// exact) once the position reaches ``snapshotThroughOffset``, as the snapshot's removals:
+  /// before that, a card changed after the snapshot may still be on its way, above its end
+  /// (a resume's catch-up brings each card at its latest version). Meanwhile ``verifiedAtMillis``
   /// stays where it was, since these cards are no fresher. A copy stored with its position
   /// must be stored with these too: resuming from the position does not bring their removals.
   public var awaitingSnapshot: Set<String>
@@ -54,7 +56,7 @@ public struct TopicCache: Hashable, Sendable {
   /// becomes the update's `throughOffset`. An update of another epoch without a snapshot is
   /// ignored: the broker always starts a new epoch with one. The first part of a snapshot
   /// sent in parts keeps the cards it leaves out until the position reaches its
-  /// `snapshotThroughOffset` (see ``awaitingSnapshot``).
+  /// `snapshotThroughOffset` and the copy is complete (see ``awaitingSnapshot``).
   public mutating func apply(_ update: TopicUpdate, receivedAtMillis: Int64) -> Outcome {
     var outcome = Outcome()
     if update.isSnapshot {
@@ -95,7 +97,7 @@ public struct TopicCache: Hashable, Sendable {
       }
       let reached = max(floor, update.throughOffset)
       position = reached
-      if let through = snapshotThroughOffset, reached >= through || awaitingSnapshot.isEmpty {
+      if let through = snapshotThroughOffset, reached >= through && update.isComplete || awaitingSnapshot.isEmpty {
         for cardID in awaitingSnapshot.sorted() where cards.removeValue(forKey: cardID) != nil { outcome.removed.append(cardID) }
         awaitingSnapshot = []
         snapshotThroughOffset = nil

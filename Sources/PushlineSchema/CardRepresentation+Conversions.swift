@@ -42,6 +42,7 @@ extension TopicUpdateMessage where Card == TrackerCard {
     throughOffset = update.throughOffset
     serverTimeMillis = update.serverTimeMillis
     snapshotThroughOffset = update.snapshotThroughOffset
+    complete = update.complete
     unknownFields = update.unknownFields
   }
 }

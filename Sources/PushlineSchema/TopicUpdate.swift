@@ -26,6 +26,11 @@ public struct TopicUpdateMessage<Card: CardRepresentation>: WireMessage {
   /// (the topic's top when it was taken), so that a client keeps the cards it held until its
   /// position reaches it, rather than dropping those the later parts bring again.
   public var snapshotThroughOffset: Int64?
+  /// True when nothing more of the topic waits to be sent to this subscriber: once it has
+  /// applied the update, the client holds exactly the topic's state at `throughOffset`. (Short
+  /// of that, a card whose older version was skipped has its newer one still to come.) A
+  /// client finishes a snapshot in parts only at such an update.
+  public var complete: Bool?
   public var unknownFields = UnknownFields()
 
   @usableFromInline var requiredFieldsSet: UInt8 = 0
@@ -46,11 +51,15 @@ public struct TopicUpdateMessage<Card: CardRepresentation>: WireMessage {
   @inlinable
   public var isSnapshot: Bool { snapshot ?? false }
 
+  /// Whether the client's copy is exactly the topic's state once it has applied the update.
+  @inlinable
+  public var isComplete: Bool { complete ?? false }
+
   @inlinable
   public func encodedSize() -> Int {
     WireSize.field(topic) &+ WireSize.field(epoch) &+ WireSize.field(snapshot) &+ WireSize.field(changes)
       &+ WireSize.field(throughOffset) &+ WireSize.field(serverTimeMillis) &+ WireSize.field(snapshotThroughOffset)
-      &+ unknownFields.encodedSize
+      &+ WireSize.field(complete) &+ unknownFields.encodedSize
   }
 
   @inlinable
@@ -63,6 +72,7 @@ public struct TopicUpdateMessage<Card: CardRepresentation>: WireMessage {
   @inlinable
   func encode(to writer: inout WireWriter, writingChanges writeChanges: (inout WireWriter) -> Void) {
     unknownFields.write(to: &writer)
+    writer.write(0x40, complete)
     writer.write(0x38, snapshotThroughOffset)
     writer.write(0x30, serverTimeMillis)
     writer.write(0x28, throughOffset)
@@ -84,6 +94,7 @@ public struct TopicUpdateMessage<Card: CardRepresentation>: WireMessage {
       case 0x28: throughOffset = try reader.readInt64()
       case 0x30: serverTimeMillis = try reader.readInt64()
       case 0x38: snapshotThroughOffset = try reader.readInt64()
+      case 0x40: complete = try reader.readBool()
       case let tag: try reader.skipField(tag: tag, startingAt: tagStart, into: &unknownFields)
       }
     }
@@ -109,6 +120,7 @@ extension TopicUpdateMessage: FieldRepresentable, ReflectableMessage where Card 
       .required(5, "throughOffset", \.throughOffset),
       .optional(6, "serverTimeMillis", \.serverTimeMillis),
       .optional(7, "snapshotThroughOffset", \.snapshotThroughOffset),
+      .optional(8, "complete", \.complete),
     ]
   }
 }

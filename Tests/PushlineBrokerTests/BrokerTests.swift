@@ -410,6 +410,21 @@ struct BrokerTests {
     #expect(watermark[0].serverTimeMillis == clock.now)
   }
 
+  /// An update says the client's copy is exact (`complete`) only when nothing of its topic
+  /// is left to send — not while a catch-up or a backlog is taken a piece at a time — and a
+  /// watermark always does.
+  @Test func onlyTheUpdateThatLeavesNothingOfItsTopicQueuedIsComplete() async throws {
+    let broker = try await makeBroker { $0.watermarkInterval = .seconds(30) }
+    let epoch = try await broker.publish("t", [card("a", 1), card("b", 1), card("c", 1)]).epoch
+    let subscription = try broker.subscribe("t", epoch: epoch, offset: 0)
+    let pieces = try (0..<3).flatMap { _ in try ready(subscription, limit: 1) }
+    #expect(pieces.map(\.throughOffset) == [1, 2, 3] && pieces.map(\.isComplete) == [false, false, true])
+    clock.advance(by: .seconds(30))
+    broker.tick()
+    let watermark = try ready(subscription)
+    #expect(watermark.count == 1 && watermark[0].changes.isEmpty && watermark[0].isComplete)
+  }
+
   /// A quiet topic gets its watermark although the subscription's other topic keeps the
   /// stream busy; the busy topic, confirmed by its own updates, gets none.
   @Test func aQuietTopicGetsItsWatermarkWhileAnotherKeepsTheStreamBusy() async throws {

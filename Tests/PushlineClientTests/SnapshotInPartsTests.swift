@@ -43,4 +43,43 @@ struct SnapshotInPartsTests {
     #expect(removed == ["gone-1", "gone-2"] && topic.awaitingSnapshot.isEmpty && topic.snapshotThroughOffset == nil)
     #expect(topic.verifiedAtMillis ?? 0 > 5)
   }
+  /// A client that drops after a snapshot's first part and resumes from its position gets the
+  /// rest as a catch-up, each card at its latest version — so a card changed meanwhile comes
+  /// above the snapshot's end. Reaching that end in the middle of the catch-up (here one change
+  /// per update) must not drop the card: it is still to come, and the copy is exact only once
+  /// nothing of the topic is left to send.
+  @Test func aCardChangedWhileTheClientWasAwayDoesNotVanishWhenItResumes() async throws {
+    let broker = try await Broker(storage: InMemoryBrokerStorage(), configuration: BrokerConfiguration(maxChangesPerUpdate: 1))
+    let publisher = Principal(subject: "svc", role: .publisher, topics: ["*"], expiresAtMillis: .max)
+    let reader = Principal(subject: "driver", role: .subscriber, topics: ["d/*"], expiresAtMillis: .max)
+    var published = (1...40).map { index in
+      var card = card("c\(index)", priority: Double(index), amount: String(repeating: "$", count: 60_000))
+      card.lastUpdatedAt = 2_000_000_000
+      return card
+    }
+    _ = try await broker.publish(PublishRequest(topic: "d/t", changes: published.map { CardChange(upserting: $0) }), for: publisher)
+    let held = (1...40).map { card("c\($0)", priority: 0) } + [card("gone", priority: 0)]
+    var topic = TopicCache(
+      topic: "d/t", epoch: -1, position: 3, verifiedAtMillis: 5,
+      cards: Dictionary(uniqueKeysWithValues: held.map { ($0.cardID, CachedCard(topic: "d/t", card: $0, offset: 1, receivedAtMillis: 0)) }))
+    var removed: [String] = []
+    try await InProcessTrackerConnector(broker: broker, principal: reader).withSession { session in
+      for try await update in session.updates(from: [topic.resumePosition]) {
+        removed += topic.apply(update, receivedAtMillis: 0).removed
+        break  // the connection drops after the first part
+      }
+    }
+    try #require(topic.snapshotThroughOffset == 40 && (topic.position ?? 0) < 30)
+    published[34].priority = 100  // c35 changes at offset 41, while the client is away
+    _ = try await broker.publish(PublishRequest(topic: "d/t", changes: [CardChange(upserting: published[34])]), for: publisher)
+    try await InProcessTrackerConnector(broker: broker, principal: reader).withSession { session in
+      for try await update in session.updates(from: [topic.resumePosition]) {
+        removed += topic.apply(update, receivedAtMillis: 0).removed
+        #expect(published.allSatisfy { topic.cards[$0.cardID] != nil }, "a card went missing at position \(topic.position ?? -1)")
+        if topic.position == 41 { break }
+      }
+    }
+    #expect(topic.cards.mapValues(\.card) == Dictionary(uniqueKeysWithValues: published.map { ($0.cardID, $0) }))
+    #expect(removed == ["gone"] && topic.awaitingSnapshot.isEmpty && topic.snapshotThroughOffset == nil)
+  }
 }

@@ -43,8 +43,10 @@ struct TopicCacheTests {
 
     let second = topic.apply(update("t", epoch: 8, from: 7, [card("c", priority: 3)]), receivedAtMillis: 0)
     #expect(second.removed.isEmpty && topic.awaitingSnapshot == ["a"] && topic.cards["c"]?.card.priority == 3)
-    let last = topic.apply(update("t", epoch: 8, from: 8, [card("d", priority: 1)]), receivedAtMillis: 0)
-    #expect(last.removed == ["a"] && Set(topic.cards.keys) == ["b", "c", "d"])
+    var last = update("t", epoch: 8, from: 8, [card("d", priority: 1)])
+    last.complete = true
+    let ended = topic.apply(last, receivedAtMillis: 0)
+    #expect(ended.removed == ["a"] && Set(topic.cards.keys) == ["b", "c", "d"])
     #expect(topic.awaitingSnapshot.isEmpty && topic.snapshotThroughOffset == nil && topic.position == 8)
   }
 
@@ -74,9 +76,28 @@ struct TopicCacheTests {
     _ = topic.apply(secondPart, receivedAtMillis: 0)
     #expect(topic.awaitingSnapshot == ["b", "d"] && Set(topic.cards.keys) == ["a", "b", "d"] && topic.snapshotThroughOffset == 7)
     var watermark = update("t", epoch: 9, from: 7, [])
-    (watermark.throughOffset, watermark.serverTimeMillis) = (7, 300)
+    (watermark.throughOffset, watermark.serverTimeMillis, watermark.complete) = (7, 300, true)
     let end = topic.apply(watermark, receivedAtMillis: 0)
     #expect(end.removed == ["b", "d"] && Set(topic.cards.keys) == ["a"] && topic.verifiedAtMillis == 300)
+  }
+
+  /// Reaching the whole snapshot's offset is not enough: short of a complete update, a card
+  /// changed after the snapshot may still be on its way above that offset (a resume's
+  /// catch-up brings each card at its latest version), so the awaited cards stay until the
+  /// broker says the copy is exact.
+  @Test func aSnapshotInPartsEndsOnlyAtACompleteUpdate() {
+    var topic = TopicCache(topic: "t")
+    _ = topic.apply(update("t", from: 1, [card("a", priority: 1), card("b", priority: 1), card("c", priority: 1)], snapshot: true), receivedAtMillis: 0)
+    var firstPart = update("t", epoch: 8, from: 5, [card("b", priority: 2)], snapshot: true)
+    firstPart.snapshotThroughOffset = 8
+    _ = topic.apply(firstPart, receivedAtMillis: 0)
+    let reached = topic.apply(update("t", epoch: 8, from: 8, [card("d", priority: 1)]), receivedAtMillis: 0)
+    #expect(reached.removed.isEmpty && topic.awaitingSnapshot == ["a", "c"] && topic.position == 8)
+    var changedSince = update("t", epoch: 8, from: 9, [card("c", priority: 4)])
+    changedSince.complete = true
+    let ended = topic.apply(changedSince, receivedAtMillis: 0)
+    #expect(ended.removed == ["a"] && Set(topic.cards.keys) == ["b", "c", "d"] && topic.cards["c"]?.card.priority == 4)
+    #expect(topic.awaitingSnapshot.isEmpty && topic.snapshotThroughOffset == nil)
   }
 
   /// A client that held nothing has nothing to await: its copy is verified with each part.
@@ -137,7 +158,9 @@ struct TopicCacheTests {
       let reopened = try CardCache(persistence: SQLiteCachePersistence(path: path))
       let topic = try #require(reopened.topic("t"))
       #expect(Set(topic.cards.keys) == ["a", "b"] && topic.awaitingSnapshot == ["a"] && topic.snapshotThroughOffset == 4)
-      let rest = reopened.apply(update("t", from: 4, [card("c", priority: 1)]), receivedAtMillis: 0)
+      var restUpdate = update("t", from: 4, [card("c", priority: 1)])
+      restUpdate.complete = true
+      let rest = reopened.apply(restUpdate, receivedAtMillis: 0)
       #expect(rest.removed == ["a"] && reopened.topic("t").map { Set($0.cards.keys) } == ["b", "c"])
       try reopened.flush()
     }

@@ -697,7 +697,8 @@ class TopicCopy:
         self.position = None  # throughOffset of the last applied update
         self.cards = {}  # cardID -> TrackerCard
         # 3.3, a snapshot in parts: where the whole ends, and the cards held before it that
-        # no part or change has brought again yet (kept until the position reaches it).
+        # no part or change has brought again yet (kept until the position reaches it at a
+        # complete update: before that, a card changed since may still be on its way).
         self.snapshot_through = None
         self.awaiting_snapshot = set()
 
@@ -730,7 +731,8 @@ class TopicCopy:
         self.epoch = update.epoch
         if self.position is None or update.throughOffset > self.position:
             self.position = update.throughOffset
-        if self.snapshot_through is not None and (self.position >= self.snapshot_through or not self.awaiting_snapshot):
+        reached = self.position >= self.snapshot_through if self.snapshot_through is not None else False
+        if self.snapshot_through is not None and (reached and update.complete or not self.awaiting_snapshot):
             for card_id in self.awaiting_snapshot:
                 self.cards.pop(card_id, None)
             self.snapshot_through, self.awaiting_snapshot = None, set()
