@@ -130,7 +130,7 @@ final class FlushCoalescer {
   static let lingering = TimeAmount.seconds(2)
 
   /// Writes `elements` and flushes; once the last of them is written (a GOAWAY that must reach
-  /// the peer), closes the channel's output, then the channel when the peer has closed its side
+  /// the peer), or with none once every earlier write is, closes the channel's output, then the channel when the peer has closed its side
   /// too, or after ``lingering``. A peer that reads nothing — the connection's buffers full —
   /// does not keep it open: the channel closes if the frames are not written within
   /// ``lingering``.
@@ -146,10 +146,13 @@ final class FlushCoalescer {
     if let last = elements.last {
       for element in elements.dropLast() { write(element) }
       write(last, promise: written)
-      flush()
     } else {
-      written.succeed()
+      // Nothing of its own to send, but the connection's earlier writes may still wait in the
+      // channel (a client that shut its side down reads its answers): an empty write completes
+      // once they are written.
+      write(.encodedFrames([]), promise: written)
     }
+    flush()
     let stalled = channel.eventLoop.scheduleTask(in: Self.lingering) { channel.close(promise: nil) }
     written.futureResult.whenComplete { _ in
       stalled.cancel()

@@ -268,12 +268,14 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
     if event is ShutDown {
       execute(machine.shutDown())
+      retire(context: context, endingLateCallsWith: RPCError(code: .unavailable, message: "the server has shut down"))
     } else if let event = event as? ChannelEvent, event == .inputClosed {
       peerFinishedSending()
+      let late = RPCError(code: .cancelled, message: "the client finished sending, and the call did not end within the grace period")
+      retire(context: context, endingLateCallsWith: late)
     } else {
-      return context.fireUserInboundEventTriggered(event)
+      context.fireUserInboundEventTriggered(event)
     }
-    retire(context: context)
   }
 
   /// The peer's end of file (the channel allows half-closure): its unary and pipelined calls
@@ -293,8 +295,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// Lets the calls in progress end, on a shutdown or once the peer has finished sending: each
   /// pumped stream hears that its connection is going away, a pipelined call takes no more
   /// requests (it ends once those it has are answered), and after the grace period what is
-  /// still open ends. Once only; not on a connection already closed.
-  private func retire(context: ChannelHandlerContext) {
+  /// still open ends with `late`. Once only; not on a connection already closed.
+  private func retire(context: ChannelHandlerContext, endingLateCallsWith late: RPCError) {
     guard self.context != nil, graceTimer == nil else { return }
     isGoingAway = true
     for call in calls.values { call.pump?.connectionIsGoingAway() }
@@ -304,7 +306,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
       pipeline.end(with: goingAway) { carryOut($0, of: callID) }
     }
     let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-    graceTimer = context.eventLoop.scheduleTask(in: gracePeriod) { handler.value.gracePeriodEnded() }
+    graceTimer = context.eventLoop.scheduleTask(in: gracePeriod) { handler.value.gracePeriodEnded(endingCallsWith: late.status) }
   }
 
   // MARK: Input from the calls' handlers (on the event loop)
@@ -639,15 +641,14 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     call.writer?.resume(throwing: CallResponder.callOver)
   }
 
-  /// The shutdown's grace period is over: handlers still running are cancelled (their calls end
-  /// when they return), and every other call still open — a pumped stream, a completing
-  /// handler's unanswered call, a request still arriving — ends with UNAVAILABLE.
-  private func gracePeriodEnded() {
+  /// The grace period of a shutdown, or of a peer that finished sending, is over: handlers
+  /// still running are cancelled (their calls end when they return), and every other call still
+  /// open — a pumped stream, a completing handler's unanswered call, a request still arriving —
+  /// ends with `status`.
+  private func gracePeriodEnded(endingCallsWith status: CallStatus) {
     for (callID, call) in calls {
       stopHandler(of: callID)
-      if call.pump != nil || call.task == nil {
-        finish(callID: callID, status: RPCError(code: .unavailable, message: "the server has shut down").status)
-      }
+      if call.pump != nil || call.task == nil { finish(callID: callID, status: status) }
     }
   }
 

@@ -2,7 +2,8 @@ import Glibc
 
 /// A plain blocking TCP socket to 127.0.0.1, for tests that watch what the kernel does with a
 /// connection (a reset, an end of stream) rather than what a NIO channel makes of it.
-final class BlockingSocket {
+/// Used by one thread at a time (a test hands it to a thread pool to block there).
+final class BlockingSocket: @unchecked Sendable {
   /// A failed system call, with its `errno`.
   struct Failure: Error, Equatable {
     var call: String

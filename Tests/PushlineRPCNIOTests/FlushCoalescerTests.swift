@@ -130,4 +130,16 @@ struct FlushCoalescerTests {
     #expect(elements.flatMap(\.frames).map(\.callID) == [1, 3])
     _ = try channel.finish(acceptAlreadyClosed: false)
   }
+  /// A close with nothing of its own to send (a client that shut its side down, whose calls
+  /// have all ended) first sends what the connection wrote before it: frames still gathered
+  /// for a later flush go down, and the channel closes only once they are written.
+  @Test func aCloseWithNothingToSendSendsTheFramesWrittenBeforeIt() throws {
+    let (channel, output, passedDown) = try Self.coalescer()
+    output.write(Self.message(1, bytes: 10))
+    output.close(after: [])
+    let frames = passedDown.take().flatMap(\.frames)
+    #expect(frames.map(\.callID) == [1])
+    channel.embeddedEventLoop.run()
+    #expect(!channel.isActive)
+  }
 }

@@ -59,6 +59,7 @@ struct LoopbackTests {
     router.registerUnary(big, request: MetadataEntry.self, response: MetadataEntry.self) { request, _ in
       var response = request
       response.value = String(repeating: "b", count: Int(request.value ?? "0") ?? 0)
+      hangs?.yield("answered \(request.key)")
       return response
     }
     let server = RPCServer(router: router, configuration: .init(port: 0, connection: connection, idleTimeout: idleTimeout))
@@ -277,6 +278,38 @@ struct LoopbackTests {
         #expect(messages == [1: ["k1"], 3: ["k3"]])
         #expect(statuses == [1: StatusCode.ok.rawValue, 3: StatusCode.ok.rawValue])
       }
+    }
+  }
+
+  /// A client that shuts its side down after its calls have ended, while their answers still
+  /// wait in the server's channel (it reads slowly), gets every byte of them before the close.
+  @Test func answersStillWaitingWhenTheClientShutsItsSideDownAreAllSent() async throws {
+    let (events, report) = AsyncStream<String>.makeStream()
+    try await Self.withServer(hangs: report) { port in
+      let (calls, size) = (8, 3_000_000)
+      let socket = try BlockingSocket(port: port)
+      let requests = (0..<calls).flatMap { index in
+        let callID = UInt32(2 * index + 1)
+        var request = MetadataEntry(key: "k\(callID)")
+        request.value = "\(size)"
+        return [
+          Frame(kind: .callStart, callID: callID, payload: CallStart(method: Self.big).serializedBytes()),
+          Frame(kind: .message, callID: callID, payload: [0] + request.serializedBytes()), Frame(kind: .halfClose, callID: callID),
+        ].flatMap(\.bytes)
+      }
+      try socket.send(RawPeer.opening + requests)
+      var answered = events.makeAsyncIterator()
+      for _ in 0..<calls { _ = await answered.next() }  // every call has ended: its answer was written on the loop
+      try socket.shutDownSending()
+      let received = try await NIOThreadPool.singleton.runIfActive { try socket.receiveUntilEndOfStream() }
+      var sizes: [UInt32: Int] = [:]
+      var statuses: [UInt32: UInt32] = [:]
+      for case .frame(let frame) in try RawPeer.elements(in: ByteBuffer(bytes: received)) {
+        if frame.kind == .message { sizes[frame.callID, default: 0] += frame.payload.count }
+        if frame.kind == .status { statuses[frame.callID] = try CallStatus(serializedBytes: frame.payload).code }
+      }
+      #expect(statuses.count == calls && statuses.values.allSatisfy { $0 == StatusCode.ok.rawValue })
+      #expect(sizes.count == calls && sizes.values.allSatisfy { $0 > size })
     }
   }
 
