@@ -314,14 +314,18 @@ public struct OutboundQueue: Sendable {
 
   /// The part of `snapshot` with its changes `from..<end`: the whole snapshot; or its first
   /// part, still a snapshot, positioned at its last card and naming the offset the whole
-  /// reaches; or a later part, plain changes (the taker positions it, as any update of
-  /// changes).
+  /// reaches; or a later part, plain changes — positioned by the taker, as any update of
+  /// changes, except the last: with it the client holds the whole snapshot, which is exactly
+  /// the topic's state at the snapshot's offset, so it is positioned there and complete,
+  /// whatever queued after it (every later change is above that offset, and none replaced a
+  /// card of the snapshot).
   private static func part(of snapshot: EncodedTopicUpdate, from: Int, to end: Int) -> EncodedTopicUpdate {
     guard from > 0 || end < snapshot.changes.count else { return snapshot }
     var part = snapshot
     part.changes = Array(snapshot.changes[from..<end])
     if from > 0 {
       part.snapshot = nil
+      if end == snapshot.changes.count { part.complete = true }
     } else if let last = part.changes.last?.offset {
       part.throughOffset = last
       part.snapshotThroughOffset = snapshot.throughOffset
@@ -355,8 +359,14 @@ public struct OutboundQueue: Sendable {
     /// The index of the update `topic`'s next change joins, if any.
     func index(of topic: String, in updates: [AssembledTopicUpdate]) -> Int? {
       if let table { return table[topic] }
-      guard let index = updates.lastIndex(where: { $0.base.topic == topic }), !updates[index].base.isSnapshot else { return nil }
+      guard let index = updates.lastIndex(where: { $0.base.topic == topic }), !Self.isSealed(updates[index]) else { return nil }
       return index
+    }
+
+    /// Whether `update` travels alone: a snapshot, or a snapshot's last part, complete at the
+    /// snapshot's offset (a change joining it would move its position past what it makes exact).
+    static func isSealed(_ update: AssembledTopicUpdate) -> Bool {
+      update.base.isSnapshot || update.base.isComplete
     }
 
     /// Adds `piece` to the update of `topic` it joins, or to a new one (of epoch `epoch(topic)`).
@@ -374,9 +384,9 @@ public struct OutboundQueue: Sendable {
       updates.append(update)
       if table == nil, updates.count > OutboundQueue.scanLimit {
         table = [:]
-        for (index, update) in updates.enumerated() { table?[update.base.topic] = update.base.isSnapshot ? nil : index }
+        for (index, update) in updates.enumerated() { table?[update.base.topic] = Self.isSealed(update) ? nil : index }
       } else if table != nil {
-        table?[update.base.topic] = update.base.isSnapshot ? nil : updates.count - 1
+        table?[update.base.topic] = Self.isSealed(update) ? nil : updates.count - 1
       }
     }
   }

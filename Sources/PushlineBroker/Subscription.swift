@@ -246,6 +246,9 @@ public final class Subscription: Sendable {
             return progress.queuedThrough
           }
           if updates[index].base.isSnapshot { continue }
+          updates[index].base.serverTimeMillis = nowMillis
+          // A snapshot's last part is positioned, and complete, at the snapshot's offset.
+          if updates[index].base.isComplete { continue }
           // Complete through the topic's last queued offset once nothing of it is left — the
           // client then holds the topic's exact state there; otherwise through this update's
           // last change (what remains supersedes the rest).
@@ -255,7 +258,6 @@ public final class Subscription: Sendable {
             updates[index].base.throughOffset = queuedThrough ?? 0
             updates[index].base.complete = true
           }
-          updates[index].base.serverTimeMillis = nowMillis
         }
       }
       guard !state.watermarksDue.isEmpty else { return updates.isEmpty ? nil : updates }

@@ -5,7 +5,7 @@ public import PushlineWire
 public typealias TopicUpdate = TopicUpdateMessage<TrackerCard>
 
 /// What a subscription delivers and what GetCards returns (`pushline.broker.TopicUpdate`):
-/// changes to one topic, after which the client's copy is complete through `throughOffset`.
+/// changes to one topic, after which the client's position is `throughOffset`.
 /// `Card` is how the message holds its cards: see ``CardRepresentation``.
 public struct TopicUpdateMessage<Card: CardRepresentation>: WireMessage {
   public static var protoName: String { "pushline.broker.TopicUpdate" }
@@ -24,12 +24,14 @@ public struct TopicUpdateMessage<Card: CardRepresentation>: WireMessage {
   public var serverTimeMillis: Int64?
   /// Set on the first part of a snapshot sent in parts: the offset the whole snapshot reaches
   /// (the topic's top when it was taken), so that a client keeps the cards it held until its
-  /// position reaches it, rather than dropping those the later parts bring again.
+  /// position reaches it at a complete update, rather than dropping those the later parts
+  /// bring again.
   public var snapshotThroughOffset: Int64?
-  /// True when nothing more of the topic waits to be sent to this subscriber: once it has
-  /// applied the update, the client holds exactly the topic's state at `throughOffset`. (Short
-  /// of that, a card whose older version was skipped has its newer one still to come.) A
-  /// client finishes a snapshot in parts only at such an update.
+  /// True only when, once it has applied the update, the client holds exactly the topic's
+  /// state at `throughOffset`, expired cards aside: after it nothing of the topic waits to be
+  /// sent to this subscriber, or it is a snapshot's last part, or a watermark. (Short of that,
+  /// a card whose older version was skipped may have its newer one still to come.) A client
+  /// finishes a snapshot in parts only at such an update.
   public var complete: Bool?
   public var unknownFields = UnknownFields()
 

@@ -224,6 +224,25 @@ struct OutboundQueueTests {
     #expect(parts.dropFirst().allSatisfy { !$0.isSnapshot })
     #expect(parts.flatMap(\.changes) == snapshot.changes)
     #expect(parts.allSatisfy { $0.changes.reduce(0) { $0 + ($1.card?.encodedSize() ?? 0) } < OutboundQueue.maxTakeBytes + 61_000 })
+    // With the last part the client holds the whole snapshot: positioned at its offset, and
+    // complete; the parts before it are neither.
+    #expect(parts.map(\.isComplete) == [false, false, true] && parts[2].throughOffset == 50)
+  }
+
+  /// A change queued behind a snapshot in parts does not join its last part (which is
+  /// complete at the snapshot's offset): it goes in an update of its own.
+  @Test func aChangeBehindASnapshotsLastPartTravelsInAnUpdateOfItsOwn() throws {
+    var queue = OutboundQueue()
+    var snapshot = EncodedTopicUpdate(topic: "t", epoch: 1, throughOffset: 30)
+    snapshot.snapshot = true
+    snapshot.changes = (1...20).map { EncodedCardChange(upserting: EncodedCard(titled("c\($0)", bytes: 60_000)), offset: Int64($0)) }
+    queue.append(snapshot: snapshot)
+    queue.append(EncodedCardChange(upserting: EncodedCard(card("c1", 31)), offset: 31), topic: "t")
+    let first = try queue.take(limit: 512) { _ in 1 }.map(readOffTheWire)
+    let rest = try queue.take(limit: 512) { _ in 1 }.map(readOffTheWire)
+    #expect(first.count == 1 && first[0].isSnapshot && rest.count == 2)
+    #expect(rest[0].isComplete && rest[0].throughOffset == 30 && rest[0].changes.map(\.offset) == [19, 20])
+    #expect(!rest[1].isComplete && rest[1].changes.map(\.offset) == [31])
   }
 
   /// While the connection takes bytes a commit's run stacks on the topic's runs only if it

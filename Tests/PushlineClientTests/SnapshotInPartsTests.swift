@@ -82,4 +82,39 @@ struct SnapshotInPartsTests {
     #expect(topic.cards.mapValues(\.card) == Dictionary(uniqueKeysWithValues: published.map { ($0.cardID, $0) }))
     #expect(removed == ["gone"] && topic.awaitingSnapshot.isEmpty && topic.snapshotThroughOffset == nil)
   }
+  /// Without a drop, the parts are the snapshot as it was taken: its last part makes the copy
+  /// exact at the snapshot's offset, so the cards it no longer has go there — even while
+  /// changes published meanwhile still queue behind it, a piece at a time — and none the
+  /// topic has goes missing, a card changed meanwhile included.
+  @Test func theLastPartEndsTheSnapshotWhileLaterChangesStillQueue() async throws {
+    let broker = try await Broker(storage: InMemoryBrokerStorage(), configuration: BrokerConfiguration(maxChangesPerUpdate: 1))
+    let publisher = Principal(subject: "svc", role: .publisher, topics: ["*"], expiresAtMillis: .max)
+    let reader = Principal(subject: "driver", role: .subscriber, topics: ["d/*"], expiresAtMillis: .max)
+    var published = (1...40).map { index in
+      var card = card("c\(index)", priority: Double(index), amount: String(repeating: "$", count: 60_000))
+      card.lastUpdatedAt = 2_000_000_000
+      return card
+    }
+    _ = try await broker.publish(PublishRequest(topic: "d/t", changes: published.map { CardChange(upserting: $0) }), for: publisher)
+    let held = (1...40).map { card("c\($0)", priority: 0) } + [card("gone", priority: 0)]
+    var topic = TopicCache(
+      topic: "d/t", epoch: -1, position: 3, verifiedAtMillis: 5,
+      cards: Dictionary(uniqueKeysWithValues: held.map { ($0.cardID, CachedCard(topic: "d/t", card: $0, offset: 1, receivedAtMillis: 0)) }))
+    var removedAt: [String: Int64] = [:]
+    try await InProcessTrackerConnector(broker: broker, principal: reader).withSession { session in
+      for try await update in session.updates(from: [topic.resumePosition]) {
+        for cardID in topic.apply(update, receivedAtMillis: 0).removed { removedAt[cardID] = topic.position }
+        #expect(published.allSatisfy { topic.cards[$0.cardID] != nil }, "a card went missing at position \(topic.position ?? -1)")
+        if update.snapshotThroughOffset != nil {  // the first part: three changes queue behind the rest
+          for index in [34, 36, 38] { published[index].priority = 100 }
+          for index in [34, 36, 38] {
+            _ = try await broker.publish(PublishRequest(topic: "d/t", changes: [CardChange(upserting: published[index])]), for: publisher)
+          }
+        }
+        if topic.position == 43 { break }
+      }
+    }
+    #expect(removedAt == ["gone": 40])
+    #expect(topic.cards.mapValues(\.card) == Dictionary(uniqueKeysWithValues: published.map { ($0.cardID, $0) }))
+  }
 }

@@ -732,7 +732,8 @@ class TopicCopy:
         if self.position is None or update.throughOffset > self.position:
             self.position = update.throughOffset
         reached = self.position >= self.snapshot_through if self.snapshot_through is not None else False
-        if self.snapshot_through is not None and (reached and update.complete or not self.awaiting_snapshot):
+        # (getattr: descriptors from before broker.proto's field 8 do not know `complete`.)
+        if self.snapshot_through is not None and (reached and getattr(update, "complete", False) or not self.awaiting_snapshot):
             for card_id in self.awaiting_snapshot:
                 self.cards.pop(card_id, None)
             self.snapshot_through, self.awaiting_snapshot = None, set()
