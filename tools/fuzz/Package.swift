@@ -16,6 +16,14 @@ let package = Package(
       ]
     ),
     .executableTarget(
+      name: "FuzzConnection",
+      dependencies: [
+        .product(name: "PushlineRPC", package: "Pushline"),
+        .product(name: "PushlineSchema", package: "Pushline"),
+        .product(name: "PushlineWire", package: "Pushline"),
+      ]
+    ),
+    .executableTarget(
       name: "FuzzJSON",
       dependencies: [
         .product(name: "PushlineSchema", package: "Pushline"),
