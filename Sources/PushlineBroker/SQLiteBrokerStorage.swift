@@ -2,15 +2,27 @@ import Foundation
 import GRDB
 import PushlineSchema
 import PushlineWire
+import Synchronization
 
 /// The embedded default: SQLite in a data directory, in WAL mode with `synchronous = FULL`,
 /// so a commit that returned survives a crash of the process or of the machine.
 ///
-/// A new database gets 16 KiB pages rather than SQLite's 4 KiB. A commit rewrites every page it
-/// touches into the WAL, and a busy broker's commits touch most of the card table, so fewer,
-/// larger pages mean fewer pages to find, write and check: SQLite (a) delivered about 9 % more,
-/// and (d) committed with a quarter less CPU (BENCHMARKS.md). An existing database keeps its
-/// page size (SQLite cannot change it in WAL mode).
+/// Cards are stored as versions appended in commit order (`cardVersion`, keyed by a sequence
+/// number): a card's live version is its newest row, and the rows it superseded are deleted
+/// later, many at a time. A commit rewrites every page it touches into the WAL, and the cards
+/// of one commit belong to many topics: kept in a table keyed by topic and card, they landed
+/// on pages all over it, and each commit rewrote most of the table (SQLite's (d) p50 fell
+/// 3-5× with the change, for about 5 % of (a)'s deliveries; BENCHMARKS.md). Appended, they
+/// fill the last few pages. The superseded rows are deleted once there are twice as many as
+/// live cards (and at least ``collectionThreshold``), oldest first, within a commit: old pages
+/// are rewritten once per collection, not per commit, and the table holds at most about three
+/// rows per live card. The storage remembers each card's live row (its sequence number, about
+/// a hundred bytes per card) to know what a new version supersedes; a restart finds the
+/// superseded rows again as it loads.
+///
+/// A new database gets 16 KiB pages rather than SQLite's 4 KiB (fewer pages to find, write
+/// and check per commit; BENCHMARKS.md). An existing database keeps its page size (SQLite
+/// cannot change it in WAL mode).
 ///
 /// Cards are stored as their protobuf bytes, so a card from a newer schema keeps its unknown
 /// fields across restarts.
@@ -18,6 +30,39 @@ public final class SQLiteBrokerStorage: BrokerStorage {
   private let database: DatabasePool
   /// Whose rows a ``StoredRowError`` names.
   private static let store = "the broker's"
+
+  /// A card of a topic, as the live versions are looked up.
+  struct CardKey: Hashable {
+    var topic: String
+    var cardID: String
+  }
+
+  /// Where the cards' versions stand, as committed: a commit changes them in place, and puts
+  /// them back if its transaction fails.
+  struct Versions {
+    /// Each card's live row, known once the table has been read (by ``loadTopics()``, or by
+    /// the first commit).
+    var live: [CardKey: Int64]?
+    /// Rows a newer version of their card superseded, not deleted yet.
+    var superseded: [Int64] = []
+  }
+
+  /// What a commit changed of the versions, to put back if its transaction fails.
+  struct VersionJournal {
+    /// Each card whose live row the commit changed, with the row it had before, in order.
+    var replaced: [(key: CardKey, seq: Int64?)] = []
+    /// How many superseded rows there were before the commit.
+    let supersededBefore: Int
+    /// The superseded rows the commit deleted.
+    var collected: [Int64]?
+  }
+
+  private let versions = Mutex(Versions())
+
+  /// The fewest superseded rows a commit deletes at once.
+  static let collectionThreshold = 4096
+  /// The most superseded rows a commit deletes.
+  static let maxCollectedPerCommit = 65_536
 
   /// Opens (creating if needed) `broker.sqlite` in `directory`.
   ///
@@ -65,6 +110,22 @@ public final class SQLiteBrokerStorage: BrokerStorage {
           CREATE INDEX publishRecordAge ON publishRecord (committedAtMillis);
           """)
     }
+    migrator.registerMigration("v2: card versions") { db in
+      try db.execute(
+        sql: """
+          CREATE TABLE cardVersion (
+            seq INTEGER PRIMARY KEY,
+            topic TEXT NOT NULL,
+            cardID TEXT NOT NULL,
+            offset INTEGER NOT NULL,
+            card BLOB,
+            changedAtMillis INTEGER NOT NULL
+          );
+          INSERT INTO cardVersion (topic, cardID, offset, card, changedAtMillis)
+            SELECT topic, cardID, offset, card, changedAtMillis FROM card ORDER BY offset;
+          DROP TABLE card;
+          """)
+    }
     return migrator
   }
 
@@ -73,21 +134,26 @@ public final class SQLiteBrokerStorage: BrokerStorage {
   /// - Throws: a ``StoredRowError`` for the first row that does not decode; GRDB's
   ///   error when the database cannot be read.
   public func loadTopics() async throws -> [TopicState] {
-    try await database.read { db in
-      var records: [String: [CardRecord]] = [:]
-      let cards = try Row.fetchCursor(db, sql: "SELECT topic, cardID, offset, card, changedAtMillis FROM card")
+    let (topics, live, superseded) = try await database.read { db in
+      // In commit order: a card's last row is its live version, and supersedes those before.
+      var latest: [CardKey: (seq: Int64, record: CardRecord)] = [:]
+      var superseded: [Int64] = []
+      let cards = try Row.fetchCursor(db, sql: "SELECT seq, topic, cardID, offset, card, changedAtMillis FROM cardVersion ORDER BY seq")
       // Copied: a copy's values convert strictly, where the cursor's own row reads an offset of 'x' as 0.
       while let row = try cards.next()?.copy() {
-        let (topic, record) = try StoredRowError.decoding(row, of: "card", in: Self.store) { row in
+        let (key, seq, record) = try StoredRowError.decoding(row, of: "cardVersion", in: Self.store) { row in
           let card = try row.decode(Data?.self, forColumn: "card").map { try EncodedCard(serializedBytes: [UInt8]($0)) }
           let record = CardRecord(
             cardID: try row.decode(forColumn: "cardID"), offset: try row.decode(forColumn: "offset"), card: card,
             changedAtMillis: try row.decode(forColumn: "changedAtMillis"))
-          return (try row.decode(String.self, forColumn: "topic"), record)
+          let key = CardKey(topic: try row.decode(forColumn: "topic"), cardID: record.cardID)
+          return (key, try row.decode(Int64.self, forColumn: "seq"), record)
         }
-        records[topic, default: []].append(record)
+        if let previous = latest.updateValue((seq, record), forKey: key) { superseded.append(previous.seq) }
       }
-      return try Row.fetchAll(db, sql: "SELECT name, epoch, topOffset, floorOffset FROM topic").map { row in
+      var records: [String: [CardRecord]] = [:]
+      for (key, version) in latest { records[key.topic, default: []].append(version.record) }
+      let topics = try Row.fetchAll(db, sql: "SELECT name, epoch, topOffset, floorOffset FROM topic").map { row in
         try StoredRowError.decoding(row, of: "topic", in: Self.store) { row in
           let name: String = try row.decode(forColumn: "name")
           return TopicState(
@@ -95,7 +161,10 @@ public final class SQLiteBrokerStorage: BrokerStorage {
             floorOffset: try row.decode(forColumn: "floorOffset"), records: records[name] ?? [])
         }
       }
+      return (topics, latest.mapValues(\.seq), superseded)
     }
+    versions.withLock { $0 = Versions(live: live, superseded: superseded) }
+    return topics
   }
 
   /// The idempotency records written at or after `sinceMillis`.
@@ -118,45 +187,124 @@ public final class SQLiteBrokerStorage: BrokerStorage {
   }
 
   public func commit(_ batch: StorageBatch) async throws {
-    try await database.write { db in
-      // Prepared once per connection and run once per topic and per change: see CommitStatement.
-      let advance = try CommitStatement(
-        """
-        INSERT INTO topic (name, epoch, topOffset) VALUES (?, ?, ?)
-        ON CONFLICT (name) DO UPDATE SET topOffset = max(topOffset, excluded.topOffset)
-        """, in: db)
-      let upsert = try CommitStatement("INSERT OR REPLACE INTO card VALUES (?, ?, ?, ?, ?)", in: db)
-      for topic in batch.topics {
-        try advance.bind(topic.topic, at: 1)
-        try advance.bind(topic.epoch, at: 2)
-        try advance.bind(topic.topOffset, at: 3)
-        try advance.run()
-        for record in topic.records {
-          try upsert.bind(topic.topic, at: 1)
-          try upsert.bind(record.cardID, at: 2)
-          try upsert.bind(record.offset, at: 3)
-          try upsert.bind(record.changedAtMillis, at: 5)
-          try upsert.run(binding: record.card, at: 4)
+    try await database.writeWithoutTransaction { db in
+      try self.readVersionsIfNeeded(db)
+      var journal = VersionJournal(supersededBefore: self.versions.withLock { $0.superseded.count })
+      do {
+        try db.inTransaction {
+          try self.write(batch, into: db, journal: &journal)
+          return .commit
         }
-      }
-      let dropTombstone = try db.cachedStatement(
-        sql: "DELETE FROM card WHERE topic = ? AND cardID = ? AND offset = ? AND card IS NULL")
-      for prune in batch.prunes {
-        for tombstone in prune.tombstones {
-          try dropTombstone.execute(arguments: [prune.topic, tombstone.cardID, tombstone.offset])
-        }
-        try db.execute(
-          sql: "UPDATE topic SET floorOffset = max(floorOffset, ?) WHERE name = ?", arguments: [prune.floorOffset, prune.topic])
-      }
-      if let cutoff = batch.forgetPublishRecordsBeforeMillis {
-        try db.execute(sql: "DELETE FROM publishRecord WHERE committedAtMillis < ?", arguments: [cutoff])
-      }
-      let remember = try db.cachedStatement(sql: "INSERT OR REPLACE INTO publishRecord VALUES (?, ?, ?, ?, ?, ?)")
-      for record in batch.publishRecords {
-        try remember.execute(arguments: [
-          record.topic, record.key, record.epoch, record.firstOffset, record.lastOffset, record.committedAtMillis,
-        ])
+      } catch {
+        self.putBack(journal)
+        throw error
       }
     }
+  }
+
+  /// Writes `batch` within a transaction, noting in `journal` what it changes of the versions.
+  private func write(_ batch: StorageBatch, into db: Database, journal: inout VersionJournal) throws {
+    // Prepared once per connection and run once per topic and per change: see CommitStatement.
+    let advance = try CommitStatement(
+      """
+      INSERT INTO topic (name, epoch, topOffset) VALUES (?, ?, ?)
+      ON CONFLICT (name) DO UPDATE SET topOffset = max(topOffset, excluded.topOffset)
+      """, in: db)
+    let append = try CommitStatement(
+      "INSERT INTO cardVersion (topic, cardID, offset, card, changedAtMillis) VALUES (?, ?, ?, ?, ?)", in: db)
+    for topic in batch.topics {
+      try advance.bind(topic.topic, at: 1)
+      try advance.bind(topic.epoch, at: 2)
+      try advance.bind(topic.topOffset, at: 3)
+      try advance.run()
+      for record in topic.records {
+        try append.bind(topic.topic, at: 1)
+        try append.bind(record.cardID, at: 2)
+        try append.bind(record.offset, at: 3)
+        try append.bind(record.changedAtMillis, at: 5)
+        try append.run(binding: record.card, at: 4)
+        setLive(db.lastInsertedRowID, of: CardKey(topic: topic.topic, cardID: record.cardID), journal: &journal)
+      }
+    }
+    // A pruned tombstone goes only if it is still its card's live version.
+    let dropTombstone = try db.cachedStatement(sql: "DELETE FROM cardVersion WHERE seq = ? AND offset = ? AND card IS NULL")
+    for prune in batch.prunes {
+      for tombstone in prune.tombstones {
+        let key = CardKey(topic: prune.topic, cardID: tombstone.cardID)
+        guard let seq = versions.withLock({ $0.live?[key] }) else { continue }
+        try dropTombstone.execute(arguments: [seq, tombstone.offset])
+        if db.changesCount > 0 { setLive(nil, of: key, journal: &journal, supersedes: false) }
+      }
+      try db.execute(
+        sql: "UPDATE topic SET floorOffset = max(floorOffset, ?) WHERE name = ?", arguments: [prune.floorOffset, prune.topic])
+    }
+    if let cutoff = batch.forgetPublishRecordsBeforeMillis {
+      try db.execute(sql: "DELETE FROM publishRecord WHERE committedAtMillis < ?", arguments: [cutoff])
+    }
+    let remember = try db.cachedStatement(sql: "INSERT OR REPLACE INTO publishRecord VALUES (?, ?, ?, ?, ?, ?)")
+    for record in batch.publishRecords {
+      try remember.execute(arguments: [
+        record.topic, record.key, record.epoch, record.firstOffset, record.lastOffset, record.committedAtMillis,
+      ])
+    }
+    try collectIfDue(db, journal: &journal)
+  }
+
+  /// Makes `seq` `key`'s live row (`nil`: it has none now); the row it replaces is superseded,
+  /// unless it was deleted (a pruned tombstone: `supersedes` false).
+  private func setLive(_ seq: Int64?, of key: CardKey, journal: inout VersionJournal, supersedes: Bool = true) {
+    let previous = versions.withLock { versions -> Int64? in
+      let previous = if let seq { versions.live?.updateValue(seq, forKey: key) } else { versions.live?.removeValue(forKey: key) }
+      if supersedes, let previous { versions.superseded.append(previous) }
+      return previous
+    }
+    journal.replaced.append((key, previous))
+  }
+
+  /// Deletes superseded rows once there are twice as many as live cards, and at least
+  /// ``collectionThreshold``: the oldest first, at most ``maxCollectedPerCommit`` in one commit
+  /// (a commit's latency grows with them), in the order they were written, so that each old
+  /// page is rewritten once.
+  private func collectIfDue(_ db: Database, journal: inout VersionJournal) throws {
+    let due = versions.withLock { versions -> [Int64]? in
+      guard versions.superseded.count >= max(Self.collectionThreshold, 2 * (versions.live?.count ?? 0)) else { return nil }
+      journal.collected = versions.superseded
+      let oldest = versions.superseded.sorted()
+      versions.superseded = Array(oldest.dropFirst(Self.maxCollectedPerCommit))
+      return Array(oldest.prefix(Self.maxCollectedPerCommit))
+    }
+    guard let due else { return }
+    let delete = try CommitStatement("DELETE FROM cardVersion WHERE seq = ?", in: db)
+    for seq in due {
+      try delete.bind(seq, at: 1)
+      try delete.run()
+    }
+  }
+
+  /// Undoes what a failed commit changed of the versions.
+  private func putBack(_ journal: VersionJournal) {
+    versions.withLock { versions in
+      for (key, seq) in journal.replaced.reversed() {
+        versions.live?[key] = seq
+      }
+      if let collected = journal.collected { versions.superseded = collected }
+      versions.superseded.removeSubrange(min(journal.supersededBefore, versions.superseded.count)...)
+    }
+  }
+
+  /// Reads each card's live row from the table, unless known (a storage committed to before
+  /// ``loadTopics()`` read it).
+  private func readVersionsIfNeeded(_ db: Database) throws {
+    guard versions.withLock({ $0.live == nil }) else { return }
+    var live: [CardKey: Int64] = [:]
+    var superseded: [Int64] = []
+    let rows = try Row.fetchCursor(db, sql: "SELECT seq, topic, cardID FROM cardVersion ORDER BY seq")
+    while let row = try rows.next()?.copy() {
+      let (seq, key) = try StoredRowError.decoding(row, of: "cardVersion", in: Self.store) { row in
+        (try row.decode(Int64.self, forColumn: "seq"), CardKey(topic: try row.decode(forColumn: "topic"), cardID: try row.decode(forColumn: "cardID")))
+      }
+      if let previous = live.updateValue(seq, forKey: key) { superseded.append(previous) }
+    }
+    versions.withLock { $0 = Versions(live: live, superseded: superseded) }
   }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 @testable import PushlineBroker
+import PushlineRPC
 import PushlineSchema
 import PushlineWire
 import Synchronization
@@ -82,6 +83,84 @@ struct SQLiteBrokerStorageTests {
     #expect(after.epoch == before.epoch && after.changes.map(\.cardID) == ["a"])
   }
 
+  /// Cards are appended as versions, and the versions they supersede are deleted many at a
+  /// time: a card published ten thousand times leaves a bounded table, across a restart (which
+  /// finds the superseded rows the first run left), and comes back at its last version.
+  @Test func supersededVersionsAreDeletedAcrossARestart() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    func rows() throws -> Int {
+      try Self.databaseQueue(directory + "/broker.sqlite").read { try Int.fetchOne($0, sql: "SELECT count(*) FROM cardVersion") ?? -1 }
+    }
+    do {
+      let broker = try await open()
+      try await broker.publish("t", [card("b", 1)])
+      for version in 1...3000 { try await broker.publish("t", [card("a", version)]) }
+    }
+    #expect(try rows() == 3001)  // under the threshold: nothing deleted yet
+    let broker = try await open()
+    for version in 3001...4500 { try await broker.publish("t", [card("a", version)]) }
+    let left = try rows()
+    #expect(left >= 2 && left < SQLiteBrokerStorage.collectionThreshold, "\(left) rows")
+    let again = try await open()
+    let cards = try again.cards(in: "t", for: reader).changes
+    let last = try cards.last?.card?.decoded()
+    #expect(cards.map(\.cardID) == ["b", "a"] && last == card("a", 4500))
+  }
+
+  /// A commit that fails leaves the storage's idea of each card's live row as it was: the
+  /// rows it wrote are rolled back, and their numbers are used again by the next commit — a
+  /// live row wrongly marked superseded would be deleted by the next collection, and its card
+  /// lost at the next start.
+  @Test func aFailedCommitLeavesNoWrongIdeaOfTheLiveRows() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    do {
+      let broker = try await open()
+      try await broker.publish("t", [card("x", 1)])
+      try await Self.databaseQueue(directory + "/broker.sqlite").write { db in
+        try db.execute(sql: "CREATE TRIGGER boom BEFORE INSERT ON cardVersion WHEN NEW.cardID = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END")
+      }
+      await #expect(throws: RPCError.self) { try await broker.publish("t", [card("x", 2), card("boom", 1)]) }
+      try await broker.publish("t", [card("y", 1)])
+      try await broker.publish("t", [card("x", 3)])
+      for version in 1...(SQLiteBrokerStorage.collectionThreshold + 10) { try await broker.publish("t", [card("z", version)]) }
+    }
+    let cards = try await open().cards(in: "t", for: reader).changes
+    let decoded = try Dictionary(uniqueKeysWithValues: cards.map { ($0.cardID, try $0.card?.decoded()) })
+    #expect(decoded == ["x": card("x", 3), "y": card("y", 1), "z": card("z", SQLiteBrokerStorage.collectionThreshold + 10)])
+  }
+
+  /// A data directory written before cards were stored as versions (a `card` table keyed by
+  /// topic and card) opens with its cards, offsets and tombstones.
+  @Test func aDatabaseFromBeforeCardVersionsOpensWithItsCards() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    try await Self.databaseQueue(directory + "/broker.sqlite").writeWithoutTransaction { db in
+      _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+      try db.execute(
+        sql: """
+          CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+          INSERT INTO grdb_migrations VALUES ('v1');
+          CREATE TABLE topic (name TEXT PRIMARY KEY NOT NULL, epoch INTEGER NOT NULL, topOffset INTEGER NOT NULL,
+            floorOffset INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+          CREATE TABLE card (topic TEXT NOT NULL, cardID TEXT NOT NULL, offset INTEGER NOT NULL, card BLOB,
+            changedAtMillis INTEGER NOT NULL, PRIMARY KEY (topic, cardID)) WITHOUT ROWID;
+          CREATE TABLE publishRecord (topic TEXT NOT NULL, key TEXT NOT NULL, epoch INTEGER NOT NULL,
+            firstOffset INTEGER NOT NULL, lastOffset INTEGER NOT NULL, committedAtMillis INTEGER NOT NULL,
+            PRIMARY KEY (topic, key)) WITHOUT ROWID;
+          INSERT INTO topic VALUES ('t', 77, 3, 0);
+          """)
+      try db.execute(sql: "INSERT INTO card VALUES ('t', 'a', 3, ?, 0)", arguments: [Data(card("a", 2).serializedBytes())])
+      try db.execute(sql: "INSERT INTO card VALUES ('t', 'b', 2, NULL, 0)")
+    }
+    let broker = try await open()
+    let snapshot = try broker.cards(in: "t", for: reader)
+    #expect(snapshot.epoch == 77 && snapshot.throughOffset == 3 && snapshot.changes.map(\.cardID) == ["a"])
+    let resumed = try broker.subscribe("t", epoch: 77, offset: 1).takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now) ?? []
+    #expect(resumed.flatMap(\.changes).map(\.cardID) == ["b", "a"] && resumed.first?.changes.first?.card == nil)
+    let next = try await broker.publish("t", [card("a", 3)])
+    #expect(next.firstOffset == 4)
+  }
+
   /// The test's own connection to a broker's database, waiting up to 5 s for it as the
   /// broker's storage does: a storage just let go of may still be closing it (its last
   /// checkpoint), and without a wait the open fails with "database is locked".
@@ -96,9 +175,9 @@ struct SQLiteBrokerStorageTests {
   /// column — not a crash, and not a silent 0 for an offset.
   @Test("a value of the wrong type", arguments: [
     ("UPDATE topic SET epoch = 'x'", "topic", "column: \"epoch\""),
-    ("UPDATE card SET offset = 'x' WHERE cardID = 'a'", "card", "column: \"offset\""),
-    ("UPDATE card SET topic = x'ff'", "card", "column: \"topic\""),
-    ("UPDATE card SET card = x'0a' WHERE cardID = 'a'", "card", "the card's bytes are no card (truncated input"),
+    ("UPDATE cardVersion SET offset = 'x' WHERE cardID = 'a'", "cardVersion", "column: \"offset\""),
+    ("UPDATE cardVersion SET topic = x'ff'", "cardVersion", "column: \"topic\""),
+    ("UPDATE cardVersion SET card = x'0a' WHERE cardID = 'a'", "cardVersion", "the card's bytes are no card (truncated input"),
     ("UPDATE publishRecord SET lastOffset = 1.5e300", "publishRecord", "column: \"lastOffset\""),
   ])
   func aValueOfTheWrongTypeStopsTheStart(corruption: String, table: String, message: String) async throws {
