@@ -43,18 +43,25 @@ public final class SQLiteBrokerStorage: BrokerStorage {
     /// Each card's live row, known once the table has been read (by ``loadTopics()``, or by
     /// the first commit).
     var live: [CardKey: Int64]?
-    /// Rows a newer version of their card superseded, not deleted yet.
-    var superseded: [Int64] = []
+    /// Superseded rows being collected, sorted: the oldest first.
+    var backlog: ArraySlice<Int64> = []
+    /// Rows superseded since the backlog was sorted, in the order they were: a card's older
+    /// versions before the tombstone that superseded them, and before that tombstone itself
+    /// once it is pruned.
+    var recent: [Int64] = []
+
+    /// The rows superseded and not deleted yet.
+    var supersededCount: Int { backlog.count + recent.count }
   }
 
   /// What a commit changed of the versions, to put back if its transaction fails.
   struct VersionJournal {
     /// Each card whose live row the commit changed, with the row it had before, in order.
     var replaced: [(key: CardKey, seq: Int64?)] = []
-    /// How many superseded rows there were before the commit.
-    let supersededBefore: Int
-    /// The superseded rows the commit deleted.
-    var collected: [Int64]?
+    /// How many rows were in ``Versions/recent`` before the commit.
+    let recentBefore: Int
+    /// The superseded rows as they stood before the commit collected some.
+    var beforeCollection: (backlog: ArraySlice<Int64>, recent: [Int64])?
   }
 
   private let versions = Mutex(Versions())
@@ -134,37 +141,57 @@ public final class SQLiteBrokerStorage: BrokerStorage {
   /// - Throws: a ``StoredRowError`` for the first row that does not decode; GRDB's
   ///   error when the database cannot be read.
   public func loadTopics() async throws -> [TopicState] {
-    let (topics, live, superseded) = try await database.read { db in
-      // In commit order: a card's last row is its live version, and supersedes those before.
-      var latest: [CardKey: (seq: Int64, record: CardRecord)] = [:]
-      var superseded: [Int64] = []
-      let cards = try Row.fetchCursor(db, sql: "SELECT seq, topic, cardID, offset, card, changedAtMillis FROM cardVersion ORDER BY seq")
-      // Copied: a copy's values convert strictly, where the cursor's own row reads an offset of 'x' as 0.
-      while let row = try cards.next()?.copy() {
-        let (key, seq, record) = try StoredRowError.decoding(row, of: "cardVersion", in: Self.store) { row in
-          let card = try row.decode(Data?.self, forColumn: "card").map { try EncodedCard(serializedBytes: [UInt8]($0)) }
-          let record = CardRecord(
-            cardID: try row.decode(forColumn: "cardID"), offset: try row.decode(forColumn: "offset"), card: card,
-            changedAtMillis: try row.decode(forColumn: "changedAtMillis"))
-          let key = CardKey(topic: try row.decode(forColumn: "topic"), cardID: record.cardID)
-          return (key, try row.decode(Int64.self, forColumn: "seq"), record)
-        }
-        if let previous = latest.updateValue((seq, record), forKey: key) { superseded.append(previous.seq) }
+    // On the writer, so that no commit can land between the read and the versions it sets.
+    try await database.writeWithoutTransaction { db in try self.readVersions(db) }
+  }
+
+  /// Reads every topic, and each card's live row and the superseded rows into ``versions``.
+  ///
+  /// A card's newest row is its live version, unless it is a tombstone at or below its topic's
+  /// floor: one pruned, whose row waits to be deleted after the card's older rows. It and they
+  /// are superseded.
+  private func readVersions(_ db: Database) throws -> [TopicState] {
+    let topics = try Row.fetchAll(db, sql: "SELECT name, epoch, topOffset, floorOffset FROM topic").map { row in
+      try StoredRowError.decoding(row, of: "topic", in: Self.store) { row in
+        (
+          name: try row.decode(String.self, forColumn: "name"), epoch: try row.decode(Int64.self, forColumn: "epoch"),
+          topOffset: try row.decode(Int64.self, forColumn: "topOffset"), floorOffset: try row.decode(Int64.self, forColumn: "floorOffset")
+        )
       }
-      var records: [String: [CardRecord]] = [:]
-      for (key, version) in latest { records[key.topic, default: []].append(version.record) }
-      let topics = try Row.fetchAll(db, sql: "SELECT name, epoch, topOffset, floorOffset FROM topic").map { row in
-        try StoredRowError.decoding(row, of: "topic", in: Self.store) { row in
-          let name: String = try row.decode(forColumn: "name")
-          return TopicState(
-            name: name, epoch: try row.decode(forColumn: "epoch"), topOffset: try row.decode(forColumn: "topOffset"),
-            floorOffset: try row.decode(forColumn: "floorOffset"), records: records[name] ?? [])
-        }
-      }
-      return (topics, latest.mapValues(\.seq), superseded)
     }
-    versions.withLock { $0 = Versions(live: live, superseded: superseded) }
-    return topics
+    let floors = Dictionary(topics.map { ($0.name, $0.floorOffset) }, uniquingKeysWith: max)
+    // In commit order: a card's last row is its live version, and supersedes those before.
+    var latest: [CardKey: (seq: Int64, record: CardRecord)] = [:]
+    var superseded: [Int64] = []
+    let cards = try Row.fetchCursor(db, sql: "SELECT seq, topic, cardID, offset, card, changedAtMillis FROM cardVersion ORDER BY seq")
+    // Copied: a copy's values convert strictly, where the cursor's own row reads an offset of 'x' as 0.
+    while let row = try cards.next()?.copy() {
+      let (key, seq, record) = try StoredRowError.decoding(row, of: "cardVersion", in: Self.store) { row in
+        let card = try row.decode(Data?.self, forColumn: "card").map { try EncodedCard(serializedBytes: [UInt8]($0)) }
+        let record = CardRecord(
+          cardID: try row.decode(forColumn: "cardID"), offset: try row.decode(forColumn: "offset"), card: card,
+          changedAtMillis: try row.decode(forColumn: "changedAtMillis"))
+        let key = CardKey(topic: try row.decode(forColumn: "topic"), cardID: record.cardID)
+        return (key, try row.decode(Int64.self, forColumn: "seq"), record)
+      }
+      if let previous = latest.updateValue((seq, record), forKey: key) { superseded.append(previous.seq) }
+    }
+    var live: [CardKey: Int64] = [:]
+    var records: [String: [CardRecord]] = [:]
+    for (key, version) in latest {
+      if version.record.isTombstone, version.record.offset <= floors[key.topic] ?? 0 {
+        superseded.append(version.seq)
+      } else {
+        live[key] = version.seq
+        records[key.topic, default: []].append(version.record)
+      }
+    }
+    versions.withLock { $0 = Versions(live: live, recent: superseded) }
+    return topics.map { topic in
+      TopicState(
+        name: topic.name, epoch: topic.epoch, topOffset: topic.topOffset, floorOffset: topic.floorOffset,
+        records: records[topic.name] ?? [])
+    }
   }
 
   /// The idempotency records written at or after `sinceMillis`.
@@ -188,8 +215,8 @@ public final class SQLiteBrokerStorage: BrokerStorage {
 
   public func commit(_ batch: StorageBatch) async throws {
     try await database.writeWithoutTransaction { db in
-      try self.readVersionsIfNeeded(db)
-      var journal = VersionJournal(supersededBefore: self.versions.withLock { $0.superseded.count })
+      if self.versions.withLock({ $0.live == nil }) { _ = try self.readVersions(db) }
+      var journal = VersionJournal(recentBefore: self.versions.withLock { $0.recent.count })
       do {
         try db.inTransaction {
           try self.write(batch, into: db, journal: &journal)
@@ -226,14 +253,17 @@ public final class SQLiteBrokerStorage: BrokerStorage {
         setLive(db.lastInsertedRowID, of: CardKey(topic: topic.topic, cardID: record.cardID), journal: &journal)
       }
     }
-    // A pruned tombstone goes only if it is still its card's live version.
-    let dropTombstone = try db.cachedStatement(sql: "DELETE FROM cardVersion WHERE seq = ? AND offset = ? AND card IS NULL")
+    // A pruned tombstone, if it is still its card's live version, is superseded by nothing:
+    // its row is deleted with the next collections, no sooner than the card's older rows
+    // (deleted first, it would leave them to be read as the card's live version).
+    let isTombstone = try db.cachedStatement(sql: "SELECT 1 FROM cardVersion WHERE seq = ? AND offset = ? AND card IS NULL")
     for prune in batch.prunes {
       for tombstone in prune.tombstones {
         let key = CardKey(topic: prune.topic, cardID: tombstone.cardID)
-        guard let seq = versions.withLock({ $0.live?[key] }) else { continue }
-        try dropTombstone.execute(arguments: [seq, tombstone.offset])
-        if db.changesCount > 0 { setLive(nil, of: key, journal: &journal, supersedes: false) }
+        guard let seq = versions.withLock({ $0.live?[key] }),
+          try Bool.fetchOne(isTombstone, arguments: [seq, tombstone.offset]) == true
+        else { continue }
+        setLive(nil, of: key, journal: &journal)
       }
       try db.execute(
         sql: "UPDATE topic SET floorOffset = max(floorOffset, ?) WHERE name = ?", arguments: [prune.floorOffset, prune.topic])
@@ -250,28 +280,31 @@ public final class SQLiteBrokerStorage: BrokerStorage {
     try collectIfDue(db, journal: &journal)
   }
 
-  /// Makes `seq` `key`'s live row (`nil`: it has none now); the row it replaces is superseded,
-  /// unless it was deleted (a pruned tombstone: `supersedes` false).
-  private func setLive(_ seq: Int64?, of key: CardKey, journal: inout VersionJournal, supersedes: Bool = true) {
+  /// Makes `seq` `key`'s live row (`nil`: it has none now); the row it replaces is superseded.
+  private func setLive(_ seq: Int64?, of key: CardKey, journal: inout VersionJournal) {
     let previous = versions.withLock { versions -> Int64? in
       let previous = if let seq { versions.live?.updateValue(seq, forKey: key) } else { versions.live?.removeValue(forKey: key) }
-      if supersedes, let previous { versions.superseded.append(previous) }
+      if let previous { versions.recent.append(previous) }
       return previous
     }
     journal.replaced.append((key, previous))
   }
 
   /// Deletes superseded rows once there are twice as many as live cards, and at least
-  /// ``collectionThreshold``: the oldest first, at most ``maxCollectedPerCommit`` in one commit
-  /// (a commit's latency grows with them), in the order they were written, so that each old
-  /// page is rewritten once.
+  /// ``collectionThreshold``: at most ``maxCollectedPerCommit`` in one commit (its latency grows
+  /// with them), from the backlog, sorted, so that each old page is rewritten once — and when the
+  /// backlog is done, the rows superseded since, sorted into a new one. A card's older rows are
+  /// deleted no later than its pruned tombstone's.
   private func collectIfDue(_ db: Database, journal: inout VersionJournal) throws {
-    let due = versions.withLock { versions -> [Int64]? in
-      guard versions.superseded.count >= max(Self.collectionThreshold, 2 * (versions.live?.count ?? 0)) else { return nil }
-      journal.collected = versions.superseded
-      let oldest = versions.superseded.sorted()
-      versions.superseded = Array(oldest.dropFirst(Self.maxCollectedPerCommit))
-      return Array(oldest.prefix(Self.maxCollectedPerCommit))
+    let due = versions.withLock { versions -> ArraySlice<Int64>? in
+      guard versions.supersededCount >= max(Self.collectionThreshold, 2 * (versions.live?.count ?? 0)) else { return nil }
+      journal.beforeCollection = (versions.backlog, versions.recent)
+      if versions.backlog.isEmpty {
+        versions.backlog = ArraySlice(versions.recent.sorted())
+        versions.recent = []
+      }
+      defer { versions.backlog = versions.backlog.dropFirst(Self.maxCollectedPerCommit) }
+      return versions.backlog.prefix(Self.maxCollectedPerCommit)
     }
     guard let due else { return }
     let delete = try CommitStatement("DELETE FROM cardVersion WHERE seq = ?", in: db)
@@ -287,24 +320,8 @@ public final class SQLiteBrokerStorage: BrokerStorage {
       for (key, seq) in journal.replaced.reversed() {
         versions.live?[key] = seq
       }
-      if let collected = journal.collected { versions.superseded = collected }
-      versions.superseded.removeSubrange(min(journal.supersededBefore, versions.superseded.count)...)
+      if let (backlog, recent) = journal.beforeCollection { (versions.backlog, versions.recent) = (backlog, recent) }
+      versions.recent.removeSubrange(min(journal.recentBefore, versions.recent.count)...)
     }
-  }
-
-  /// Reads each card's live row from the table, unless known (a storage committed to before
-  /// ``loadTopics()`` read it).
-  private func readVersionsIfNeeded(_ db: Database) throws {
-    guard versions.withLock({ $0.live == nil }) else { return }
-    var live: [CardKey: Int64] = [:]
-    var superseded: [Int64] = []
-    let rows = try Row.fetchCursor(db, sql: "SELECT seq, topic, cardID FROM cardVersion ORDER BY seq")
-    while let row = try rows.next()?.copy() {
-      let (seq, key) = try StoredRowError.decoding(row, of: "cardVersion", in: Self.store) { row in
-        (try row.decode(Int64.self, forColumn: "seq"), CardKey(topic: try row.decode(forColumn: "topic"), cardID: try row.decode(forColumn: "cardID")))
-      }
-      if let previous = live.updateValue(seq, forKey: key) { superseded.append(previous) }
-    }
-    versions.withLock { $0 = Versions(live: live, superseded: superseded) }
   }
 }

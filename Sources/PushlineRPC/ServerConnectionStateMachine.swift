@@ -544,23 +544,14 @@ public struct ServerConnectionStateMachine: Sendable {
   /// Begins a graceful shutdown: GOAWAY naming the last call served, then close once the
   /// calls in progress have ended.
   public mutating func shutDown(retryAfterMillis: UInt32? = nil) -> [Action] {
-    switch state {
-    case .awaitingPreface, .awaitingHello:
-      state = .closed
-      return [.close(after: [])]
-    case .closed, .updating:
-      return []
-    case .open(var open):
-      guard open.lastServedCallID == nil else { return [] }
+    retire { open in
+      guard open.lastServedCallID == nil else { return nil }
       open.lastServedCallID = open.highestCallID
-      state = .open(open)
       var goAway = GoAway(lastCallID: open.highestCallID)
       goAway.code = StatusCode.unavailable.rawValue
       goAway.message = "the server is shutting down"
       goAway.retryAfterMillis = retryAfterMillis
-      let frame = ConnectionElement.frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes()))
-      let close = closeIfDrained(open, after: [frame])
-      return close.isEmpty ? [.write([frame])] : close
+      return ([], [.frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes()))])
     }
   }
 
@@ -571,13 +562,7 @@ public struct ServerConnectionStateMachine: Sendable {
   /// of its requests will never come. No GOAWAY: the client takes no new call anyway. The
   /// connection closes once the calls served have ended.
   public mutating func peerFinishedSending() -> [Action] {
-    switch state {
-    case .awaitingPreface, .awaitingHello:
-      state = .closed
-      return [.close(after: [])]
-    case .closed, .updating:
-      return []
-    case .open(var open):
+    retire { open in
       var actions: [Action] = []
       for callID in open.calls.keys.sorted() where open.calls[callID]?.isHalfClosed == false {
         if case .pipelined = open.calls[callID]?.requests {
@@ -589,8 +574,26 @@ public struct ServerConnectionStateMachine: Sendable {
         }
       }
       open.lastServedCallID = open.lastServedCallID ?? open.highestCallID
+      return (actions, [])
+    }
+  }
+
+  /// Serves no new call from now on, as `change` (which may return nil: nothing to do) sets
+  /// up the open connection, returning what to do and what to write; before the handshake the
+  /// connection just closes. The connection closes at once, after the writes, when no call is
+  /// left.
+  private mutating func retire(_ change: (inout Open) -> (actions: [Action], writes: [ConnectionElement])?) -> [Action] {
+    switch state {
+    case .awaitingPreface, .awaitingHello:
+      state = .closed
+      return [.close(after: [])]
+    case .closed, .updating:
+      return []
+    case .open(var open):
+      guard let (actions, writes) = change(&open) else { return [] }
       state = .open(open)
-      return actions + closeIfDrained(open, after: [])
+      let close = closeIfDrained(open, after: writes)
+      return actions + (close.isEmpty ? (writes.isEmpty ? [] : [.write(writes)]) : close)
     }
   }
 

@@ -107,6 +107,34 @@ struct SQLiteBrokerStorageTests {
     #expect(cards.map(\.cardID) == ["b", "a"] && last == card("a", 4500))
   }
 
+  /// A removed card whose tombstone is pruned stays removed across a restart, though its
+  /// older versions are still stored (deleted with the next collection): neither they nor the
+  /// tombstone, below the floor, come back.
+  @Test func aPrunedTombstoneDoesNotBringItsCardBack() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let removed = (0..<17).map { "x\($0)" }  // past the tombstones' slack: they are pruned
+    do {
+      let broker = try await open()
+      try await broker.publish("t", removed.map { card($0, 1) } + [card("y", 1)])
+      try await broker.publish("t", removed.map { card($0, 2) })
+      try await broker.publish("t", [], removing: removed)
+      try await broker.publish("t", [card("y", 2)])  // the prune commits with or before this
+    }
+    let broker = try await open()
+    #expect(try broker.cards(in: "t", for: reader).changes.map(\.cardID) == ["y"])
+    #expect(broker.state.withLock { $0.topics["t"]!.tombstoneCount } == 0)
+    try await broker.publish("t", [card("x3", 3)])  // a card of that ID again: new, and live
+    #expect(try await open().cards(in: "t", for: reader).changes.map(\.cardID) == ["y", "x3"])
+    // Once enough is superseded to collect, the removed cards' rows go, tombstones included.
+    let again = try await open()
+    for version in 3...(SQLiteBrokerStorage.collectionThreshold + 3) { try await again.publish("t", [card("y", version)]) }
+    let left = try await Self.databaseQueue(directory + "/broker.sqlite").read { db in
+      try String.fetchAll(db, sql: "SELECT cardID FROM cardVersion WHERE cardID LIKE 'x%'")
+    }
+    #expect(left == ["x3"])
+    #expect(try await open().cards(in: "t", for: reader).changes.map(\.cardID) == ["x3", "y"])
+  }
+
   /// A commit that fails leaves the storage's idea of each card's live row as it was: the
   /// rows it wrote are rolled back, and their numbers are used again by the next commit — a
   /// live row wrongly marked superseded would be deleted by the next collection, and its card
