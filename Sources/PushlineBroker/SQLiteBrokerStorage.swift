@@ -45,9 +45,9 @@ public final class SQLiteBrokerStorage: BrokerStorage {
     var live: [CardKey: Int64]?
     /// Superseded rows being collected, sorted: the oldest first.
     var backlog: ArraySlice<Int64> = []
-    /// Rows superseded since the backlog was sorted, in the order they were: a card's older
-    /// versions before the tombstone that superseded them, and before that tombstone itself
-    /// once it is pruned.
+    /// Rows superseded since the backlog was sorted, in no order. A card's older rows have
+    /// lower numbers than its tombstone, and join the list no later than it (which joins
+    /// when pruned): sorted into the same backlog or an earlier one, they are deleted first.
     var recent: [Int64] = []
 
     /// The rows superseded and not deleted yet.
