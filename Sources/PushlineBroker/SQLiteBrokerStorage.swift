@@ -14,9 +14,9 @@ import Synchronization
 /// on pages all over it, and each commit rewrote most of the table (SQLite's (d) p50 fell
 /// 3-5× with the change, for about 5 % of (a)'s deliveries; BENCHMARKS.md). Appended, they
 /// fill the last few pages. The superseded rows are deleted once there are twice as many as
-/// live cards (and at least ``collectionThreshold``), oldest first, within a commit: old pages
-/// are rewritten once per collection, not per commit, and the table holds at most about three
-/// rows per live card. The storage remembers each card's live row (its sequence number, about
+/// live cards (and at least ``collectionThreshold``), oldest first, a few thousand per commit:
+/// old pages are rewritten once per collection, not per commit, and the table holds about
+/// three rows per live card at most. The storage remembers each card's live row (its sequence number, about
 /// a hundred bytes per card) to know what a new version supersedes; a restart finds the
 /// superseded rows again as it loads.
 ///
@@ -66,10 +66,9 @@ public final class SQLiteBrokerStorage: BrokerStorage {
 
   private let versions = Mutex(Versions())
 
-  /// The fewest superseded rows a commit deletes at once.
+  /// The fewest superseded rows a commit deletes at once, and the most, unless it superseded
+  /// more than half as many itself.
   static let collectionThreshold = 4096
-  /// The most superseded rows a commit deletes.
-  static let maxCollectedPerCommit = 65_536
 
   /// Opens (creating if needed) `broker.sqlite` in `directory`.
   ///
@@ -291,8 +290,9 @@ public final class SQLiteBrokerStorage: BrokerStorage {
   }
 
   /// Deletes superseded rows once there are twice as many as live cards, and at least
-  /// ``collectionThreshold``: at most ``maxCollectedPerCommit`` in one commit (its latency grows
-  /// with them), from the backlog, sorted, so that each old page is rewritten once — and when the
+  /// ``collectionThreshold``: that many in one commit, or twice as many as it superseded if
+  /// more (so that collecting keeps up with any rate), since a commit's latency grows with
+  /// them; from the backlog, sorted, so that each old page is rewritten once — and when the
   /// backlog is done, the rows superseded since, sorted into a new one. A card's older rows are
   /// deleted no later than its pruned tombstone's.
   private func collectIfDue(_ db: Database, journal: inout VersionJournal) throws {
@@ -303,8 +303,9 @@ public final class SQLiteBrokerStorage: BrokerStorage {
         versions.backlog = ArraySlice(versions.recent.sorted())
         versions.recent = []
       }
-      defer { versions.backlog = versions.backlog.dropFirst(Self.maxCollectedPerCommit) }
-      return versions.backlog.prefix(Self.maxCollectedPerCommit)
+      let count = max(Self.collectionThreshold, 2 * journal.replaced.count)
+      defer { versions.backlog = versions.backlog.dropFirst(count) }
+      return versions.backlog.prefix(count)
     }
     guard let due else { return }
     let delete = try CommitStatement("DELETE FROM cardVersion WHERE seq = ?", in: db)
