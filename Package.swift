@@ -110,7 +110,8 @@ let package = Package(
       swiftSettings: strictSettings
     ),
     .testTarget(
-      name: "PushlineRPCTests", dependencies: ["PushlineRPC", "PushlineSchema", "PushlineWire"], swiftSettings: strictSettings
+      name: "PushlineRPCTests", dependencies: ["PushlineRPC", "PushlineSchema", "PushlineTesting", "PushlineWire"],
+      swiftSettings: strictSettings
     ),
     .testTarget(
       name: "PushlineRPCNIOTests",

@@ -17,11 +17,7 @@ let package = Package(
     ),
     .executableTarget(
       name: "FuzzConnection",
-      dependencies: [
-        .product(name: "PushlineRPC", package: "Pushline"),
-        .product(name: "PushlineSchema", package: "Pushline"),
-        .product(name: "PushlineWire", package: "Pushline"),
-      ]
+      dependencies: [.product(name: "PushlineTesting", package: "Pushline")]
     ),
     .executableTarget(
       name: "FuzzJSON",
