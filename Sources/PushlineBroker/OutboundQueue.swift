@@ -27,14 +27,15 @@ public struct OutboundQueue: Sendable {
     case change(topic: String, EncodedCardChange)
     /// The changes of a shared run in the range.
     case run(topic: String, EncodedChangeRun, Range<Int>)
-    /// A snapshot, from its change `from` on: a part of it was sent already (see
-    /// ``take(limit:epoch:)``).
-    case snapshot(EncodedTopicUpdate, from: Int)
+    /// An update queued whole — a snapshot, or a resume's catch-up — from its change `from`
+    /// on: a part of it was sent already (see ``take(limit:epoch:)``). Newer versions of its
+    /// cards do not replace its changes: they queue behind it.
+    case whole(EncodedTopicUpdate, from: Int)
 
     var topic: String {
       switch self {
       case .change(let topic, _), .run(let topic, _, _): topic
-      case .snapshot(let update, _): update.topic
+      case .whole(let update, _): update.topic
       }
     }
 
@@ -43,7 +44,7 @@ public struct OutboundQueue: Sendable {
       switch self {
       case .change: 1
       case .run(_, _, let range): range.count
-      case .snapshot: 0
+      case .whole(let update, let from): update.isSnapshot ? 0 : update.changes.count - from
       }
     }
   }
@@ -239,7 +240,16 @@ public struct OutboundQueue: Sendable {
   /// Queues a snapshot of its topic.
   public mutating func append(snapshot: EncodedTopicUpdate) {
     reserveIfEmpty()
-    appendSlot(.snapshot(snapshot, from: 0))
+    appendSlot(.whole(snapshot, from: 0))
+  }
+
+  /// Queues a resume's catch-up (`catchUp`: changes, in offset order, positioned at the
+  /// topic's top when it was made). It goes in parts like a snapshot, its changes counted
+  /// toward the bound, and its last part — with which the client holds the topic exactly as
+  /// it was at that top — is complete, whatever queued behind it.
+  public mutating func append(catchUp: EncodedTopicUpdate) {
+    reserveIfEmpty()
+    appendSlot(.whole(catchUp, from: 0))
   }
 
   /// Drops everything queued for `topic` (it will be replaced by a snapshot).
@@ -264,7 +274,9 @@ public struct OutboundQueue: Sendable {
   /// as plain changes. A client that applied the first part holds every card up to its
   /// position, and resuming from there brings the rest, since each has a higher offset; the
   /// first part's `snapshotThroughOffset` tells it where the whole ends, so that it keeps the
-  /// cards it held until then.
+  /// cards it held until then. A resume's catch-up, queued whole, goes in parts the same way
+  /// (of at most `limit` changes too, which it counts toward the bound), and its last part is
+  /// complete at the offset it was made at (see `part`).
   public mutating func take(limit: Int, epoch: (String) -> Int64) -> [AssembledTopicUpdate] {
     var updates: [AssembledTopicUpdate] = []
     var openUpdates = OpenUpdates()
@@ -276,14 +288,18 @@ public struct OutboundQueue: Sendable {
         continue
       }
       switch entry {
-      case .snapshot(let update, let from):
+      case .whole(let update, let from):
+        // A snapshot's part is bounded by bytes alone (it travels alone); a catch-up's by the
+        // take's changes too, as the changes it holds.
+        let endLimit = update.isSnapshot ? update.changes.count : min(update.changes.count, from + limit - taken)
         var (end, partBytes) = (from, 0)
-        while end < update.changes.count, end == from || partBytes < Self.maxTakeBytes {
+        while end < endLimit, end == from || partBytes < Self.maxTakeBytes {
           partBytes += Self.size(of: update.changes[end])
           end += 1
         }
         if end < update.changes.count {
-          slots[head] = .snapshot(update, from: end)  // a snapshot counts no changes: nothing to recount
+          slots[head] = .whole(update, from: end)
+          if !update.isSnapshot { changeCount -= end - from }  // a snapshot counts no changes
         } else {
           removeFront()
         }
@@ -312,24 +328,24 @@ public struct OutboundQueue: Sendable {
     return updates
   }
 
-  /// The part of `snapshot` with its changes `from..<end`: the whole snapshot; or its first
-  /// part, still a snapshot, positioned at its last card and naming the offset the whole
-  /// reaches; or a later part, plain changes — positioned by the taker, as any update of
-  /// changes, except the last: with it the client holds the whole snapshot, which is exactly
-  /// the topic's state at the snapshot's offset, so it is positioned there and complete,
-  /// whatever queued after it (every later change is above that offset, and none replaced a
-  /// card of the snapshot).
-  private static func part(of snapshot: EncodedTopicUpdate, from: Int, to end: Int) -> EncodedTopicUpdate {
-    guard from > 0 || end < snapshot.changes.count else { return snapshot }
-    var part = snapshot
-    part.changes = Array(snapshot.changes[from..<end])
+  /// The part of `update` (a snapshot or a catch-up) with its changes `from..<end`: the whole
+  /// update, a catch-up complete at its offset; or its first part, positioned at its last card
+  /// — a snapshot's still a snapshot, naming the offset the whole reaches; or a later part,
+  /// plain changes — positioned by the taker, as any update of changes, except the last: with
+  /// it the client holds the whole, which is exactly the topic's state at the update's offset,
+  /// so it is positioned there and complete, whatever queued after it (every later change is
+  /// above that offset, and none replaced one of the update's).
+  private static func part(of update: EncodedTopicUpdate, from: Int, to end: Int) -> EncodedTopicUpdate {
+    let isLast = end == update.changes.count
+    var part = update
+    if !isLast || from > 0 { part.changes = Array(update.changes[from..<end]) }
     if from > 0 {
       part.snapshot = nil
-      if end == snapshot.changes.count { part.complete = true }
-    } else if let last = part.changes.last?.offset {
+    } else if !isLast, let last = part.changes.last?.offset {
       part.throughOffset = last
-      part.snapshotThroughOffset = snapshot.throughOffset
+      if update.isSnapshot { part.snapshotThroughOffset = update.throughOffset }
     }
+    if isLast, !part.isSnapshot { part.complete = true }
     return part
   }
 
@@ -456,7 +472,7 @@ public struct OutboundQueue: Sendable {
       switch entry {
       case .change(let topic, let change): positions[Key(topic: topic, cardID: change.cardID)] = position
       case .run(let topic, _, _): runsPerTopic.changeValue(forKey: topic, default: 0) { $0 += 1 }
-      case .snapshot: break
+      case .whole: break
       }
       perTopic.changeValue(forKey: entry.topic, default: 0) { $0 += 1 }
     }
@@ -465,7 +481,7 @@ public struct OutboundQueue: Sendable {
       switch entry {
       case .change(let topic, let change): positions[Key(topic: topic, cardID: change.cardID)] = nil
       case .run(let topic, _, _): Self.decrement(topic, in: &runsPerTopic)
-      case .snapshot: break
+      case .whole: break
       }
       Self.decrement(entry.topic, in: &perTopic)
     }

@@ -126,9 +126,15 @@ public final class Subscription: Sendable {
     let drainer = state.withLock { state in
       state.topics[topic.name] = TopicProgress(epoch: topic.epoch, queuedThrough: topic.topOffset, lastSentMillis: state.startedMillis)
       if let snapshot { state.queue.append(snapshot: snapshot) }
-      for record in catchUp ?? [] { state.queue.append(record.change, topic: topic.name) }
-      // A resume with nothing to catch up still confirms the position at once.
-      if catchUp?.isEmpty == true { state.watermarksDue.insert(topic.name) }
+      if let catchUp, !catchUp.isEmpty {
+        // Queued whole: newer versions of its cards queue behind it rather than replace its
+        // changes, so that its last part leaves the client exactly at the topic's top, complete.
+        var update = EncodedTopicUpdate(topic: topic.name, epoch: topic.epoch, throughOffset: topic.topOffset)
+        update.changes = catchUp.map(\.change)
+        state.queue.append(catchUp: update)
+      } else if catchUp != nil {
+        state.watermarksDue.insert(topic.name)  // nothing to catch up: the position is confirmed at once
+      }
       return state.drainer()
     }
     drainer.wake()

@@ -29,9 +29,9 @@ public struct TopicUpdateMessage<Card: CardRepresentation>: WireMessage {
   public var snapshotThroughOffset: Int64?
   /// True only when, once it has applied the update, the client holds exactly the topic's
   /// state at `throughOffset`, expired cards aside: after it nothing of the topic waits to be
-  /// sent to this subscriber, or it is a snapshot's last part, or a watermark. (Short of that,
-  /// a card whose older version was skipped may have its newer one still to come.) A client
-  /// finishes a snapshot in parts only at such an update.
+  /// sent to this subscriber, or it is the last part of a snapshot or of a resume's catch-up,
+  /// or a watermark. (Short of that, a card whose older version was skipped may have its newer
+  /// one still to come.) A client finishes a snapshot in parts only at such an update.
   public var complete: Bool?
   public var unknownFields = UnknownFields()
 

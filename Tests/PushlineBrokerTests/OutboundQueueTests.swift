@@ -229,6 +229,24 @@ struct OutboundQueueTests {
     #expect(parts.map(\.isComplete) == [false, false, true] && parts[2].throughOffset == 50)
   }
 
+  /// A catch-up queued whole counts its changes toward the bound as they remain, goes in parts
+  /// of the take's limit, and its last part is complete at the offset it was made at; a newer
+  /// version of one of its cards queues behind it, in an update of its own.
+  @Test func aCatchUpGoesInCountedPartsAndEndsComplete() throws {
+    var queue = OutboundQueue()
+    var catchUp = EncodedTopicUpdate(topic: "t", epoch: 1, throughOffset: 9)
+    catchUp.changes = (4...8).map { EncodedCardChange(upserting: EncodedCard(card("c\($0)", $0)), offset: Int64($0)) }
+    queue.append(catchUp: catchUp)
+    #expect(queue.changeCount == 5)
+    queue.append(EncodedCardChange(upserting: EncodedCard(card("c4", 10)), offset: 10), topic: "t")
+    #expect(queue.changeCount == 6)
+    let first = try queue.take(limit: 2) { _ in 1 }.map(readOffTheWire)
+    #expect(first.count == 1 && first[0].changes.map(\.offset) == [4, 5] && !first[0].isComplete && queue.changeCount == 4)
+    let rest = try queue.take(limit: 512) { _ in 1 }.map(readOffTheWire)
+    #expect(rest.count == 2 && rest[0].changes.map(\.offset) == [6, 7, 8] && rest[0].isComplete && rest[0].throughOffset == 9)
+    #expect(rest[1].changes.map(\.offset) == [10] && queue.changeCount == 0)
+  }
+
   /// A change queued behind a snapshot in parts does not join its last part (which is
   /// complete at the snapshot's offset): it goes in an update of its own.
   @Test func aChangeBehindASnapshotsLastPartTravelsInAnUpdateOfItsOwn() throws {

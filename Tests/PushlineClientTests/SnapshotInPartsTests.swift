@@ -113,4 +113,39 @@ struct SnapshotInPartsTests {
     #expect(removedAt == ["gone": 40])
     #expect(topic.cards.mapValues(\.card) == Dictionary(uniqueKeysWithValues: published.map { ($0.cardID, $0) }))
   }
+  /// A client that resumes in the middle of the parts, while changes keep queueing behind its
+  /// catch-up a piece at a time, still finishes the snapshot: the catch-up's last part leaves
+  /// it exactly at the top it was made at, complete, whatever queued after.
+  @Test func aResumedClientFinishesTheSnapshotAtItsCatchUpsEndDespiteABacklog() async throws {
+    let broker = try await Broker(storage: InMemoryBrokerStorage(), configuration: BrokerConfiguration(maxChangesPerUpdate: 1))
+    var published = Self.largeCards(40)
+    _ = try await broker.publish(PublishRequest(topic: "d/t", changes: published.map { CardChange(upserting: $0) }), for: Self.publisher)
+    var topic = Self.heldCopy(of: 40, gone: ["gone"])
+    try await InProcessTrackerConnector(broker: broker, principal: Self.reader).withSession { session in
+      for try await update in session.updates(from: [topic.resumePosition]) {
+        _ = topic.apply(update, receivedAtMillis: 0)
+        break  // the connection drops after the first part
+      }
+    }
+    // Taken one change at a time, straight from the subscription, so that the changes
+    // published after its first piece queue behind the rest of the catch-up.
+    let subscription = try broker.subscribe(SubscribeRequest(topics: [topic.resumePosition]), for: Self.reader)
+    var removedAt: [String: Int64] = [:]
+    var first = true
+    while topic.position != 43 {
+      for update in try await broker.nextUpdates(for: subscription).map(TopicUpdate.init(decoding:)) {
+        for cardID in topic.apply(update, receivedAtMillis: 0).removed { removedAt[cardID] = topic.position }
+        #expect(published.allSatisfy { topic.cards[$0.cardID] != nil }, "a card went missing at position \(topic.position ?? -1)")
+      }
+      guard first else { continue }
+      first = false
+      for index in [2, 4, 6] {
+        published[index].priority = 100
+        _ = try await broker.publish(PublishRequest(topic: "d/t", changes: [CardChange(upserting: published[index])]), for: Self.publisher)
+      }
+    }
+    broker.unsubscribe(subscription)
+    #expect(removedAt == ["gone": 40])
+    #expect(topic.cards.mapValues(\.card) == Dictionary(uniqueKeysWithValues: published.map { ($0.cardID, $0) }))
+  }
 }
