@@ -142,10 +142,11 @@ public final class Broker: Sendable {
       state.subscriptionsPerSubject[principal.subject] = held + 1
       for position in request.topics {
         let topic = Self.topic(position.topic, in: &state)
-        // A catch-up past the queue's bound is a snapshot, as a queue overflowing later gets.
+        // A catch-up past half the queue's room is a snapshot, as a queue overflowing later
+        // gets: the catch-up's cards changed meanwhile queue behind it, and need the rest.
         if topic.canResume(epoch: position.epoch, offset: position.offset), let offset = position.offset,
           case let catchUp = topic.changes(after: offset),
-          catchUp.count <= configuration.maxQueuedChangesPerSubscription - subscription.queuedChanges
+          catchUp.count <= (configuration.maxQueuedChangesPerSubscription - subscription.queuedChanges) / 2
         {
           subscription.attach(topic, catchUp: catchUp, snapshot: nil)
         } else {

@@ -2,8 +2,9 @@ import PushlineRPC
 public import PushlineSchema
 
 /// A subscription's pending deliveries, coalesced by (topic, cardID): a newer version of a
-/// queued card replaces the older one and moves to the back, so the queue never holds more
-/// than one entry per card and per-topic offsets stay increasing from front to back.
+/// queued card replaces the older one and moves to the back, so the queue holds one entry per
+/// card (two while a resume's catch-up, queued whole, holds the older) and per-topic offsets
+/// stay increasing from front to back.
 ///
 /// Why to the back: sending the newer version in the older one's place would deliver an
 /// offset above the changes queued between them, and a connection lost right after would let
@@ -291,7 +292,7 @@ public struct OutboundQueue: Sendable {
       case .whole(let update, let from):
         // A snapshot's part is bounded by bytes alone (it travels alone); a catch-up's by the
         // take's changes too, as the changes it holds.
-        let endLimit = update.isSnapshot ? update.changes.count : min(update.changes.count, from + limit - taken)
+        let endLimit = update.isSnapshot ? update.changes.count : from + min(update.changes.count - from, limit - taken)
         var (end, partBytes) = (from, 0)
         while end < endLimit, end == from || partBytes < Self.maxTakeBytes {
           partBytes += Self.size(of: update.changes[end])
@@ -379,8 +380,9 @@ public struct OutboundQueue: Sendable {
       return index
     }
 
-    /// Whether `update` travels alone: a snapshot, or a snapshot's last part, complete at the
-    /// snapshot's offset (a change joining it would move its position past what it makes exact).
+    /// Whether `update` travels alone: a snapshot, or the last part of a snapshot or of a
+    /// catch-up, complete at its offset (a change joining it would move its position past what
+    /// it makes exact).
     static func isSealed(_ update: AssembledTopicUpdate) -> Bool {
       update.base.isSnapshot || update.base.isComplete
     }

@@ -8,8 +8,9 @@ import Synchronization
 ///
 /// The broker fills the queue, one commit at a time (so the queue sees a topic's changes in
 /// offset order); the drain takes from it as fast as the connection takes the bytes.
-/// While the connection is slow, newer card versions replace queued ones, so memory is
-/// bounded by the cards of the subscribed topics, never by the publish rate.
+/// While the connection is slow, newer card versions replace queued ones (those of a resume's
+/// catch-up excepted: they queue behind it), so memory is bounded by the cards of the
+/// subscribed topics, never by the publish rate.
 public final class Subscription: Sendable {
   struct TopicProgress {
     var epoch: Int64

@@ -245,6 +245,14 @@ struct OutboundQueueTests {
     let rest = try queue.take(limit: 512) { _ in 1 }.map(readOffTheWire)
     #expect(rest.count == 2 && rest[0].changes.map(\.offset) == [6, 7, 8] && rest[0].isComplete && rest[0].throughOffset == 9)
     #expect(rest[1].changes.map(\.offset) == [10] && queue.changeCount == 0)
+
+    // Over a take's bytes, with no limit on its changes (`Int.max`): parts by bytes alone.
+    var large = EncodedTopicUpdate(topic: "t", epoch: 1, throughOffset: 40)
+    large.changes = (1...40).map { EncodedCardChange(upserting: EncodedCard(titled("c\($0)", bytes: 60_000)), offset: Int64($0)) }
+    queue.append(catchUp: large)
+    var parts: [EncodedTopicUpdate] = []
+    while !queue.isEmpty { parts += try queue.take(limit: .max) { _ in 1 }.map(readOffTheWire) }
+    #expect(parts.map(\.changes.count) == [18, 18, 4] && parts.map(\.isComplete) == [false, false, true])
   }
 
   /// A change queued behind a snapshot in parts does not join its last part (which is
