@@ -254,7 +254,7 @@ public final class Subscription: Sendable {
           }
           if updates[index].base.isSnapshot { continue }
           updates[index].base.serverTimeMillis = nowMillis
-          // A snapshot's last part is positioned, and complete, at the snapshot's offset.
+          // The last part of a snapshot or of a catch-up is positioned, and complete, at its offset.
           if updates[index].base.isComplete { continue }
           // Complete through the topic's last queued offset once nothing of it is left — the
           // client then holds the topic's exact state there; otherwise through this update's
