@@ -195,7 +195,7 @@ struct OutboundQueueTests {
   @Test(arguments: [false, true])
   func largeCardsEndATakeAtItsByteBudget(asOneRun: Bool) {
     var queue = OutboundQueue()
-    let cards = (1...40).map { EncodedCardChange(upserting: EncodedCard(titled("c\($0)", bytes: 60_000)), offset: Int64($0)) }
+    let cards = Self.largeChanges(40)
     if asOneRun {
       #expect(queue.append(EncodedChangeRun(cards), from: 0, topic: "t", whileFewerThan: .max) == (40, 0))
     } else {
@@ -215,10 +215,9 @@ struct OutboundQueueTests {
     var queue = OutboundQueue()
     var snapshot = EncodedTopicUpdate(topic: "t", epoch: 1, throughOffset: 50)
     snapshot.snapshot = true
-    snapshot.changes = (1...40).map { EncodedCardChange(upserting: EncodedCard(titled("c\($0)", bytes: 60_000)), offset: Int64($0)) }
+    snapshot.changes = Self.largeChanges(40)
     queue.append(snapshot: snapshot)
-    var parts: [EncodedTopicUpdate] = []
-    while !queue.isEmpty { parts += try queue.take(limit: 512) { _ in 1 }.map(readOffTheWire) }
+    let parts = try Self.takeAll(from: &queue, limit: 512)
     #expect(parts.map(\.changes.count) == [18, 18, 4])
     #expect(parts[0].isSnapshot && parts[0].throughOffset == 18)
     #expect(parts.dropFirst().allSatisfy { !$0.isSnapshot })
@@ -248,10 +247,9 @@ struct OutboundQueueTests {
 
     // Over a take's bytes, with no limit on its changes (`Int.max`): parts by bytes alone.
     var large = EncodedTopicUpdate(topic: "t", epoch: 1, throughOffset: 40)
-    large.changes = (1...40).map { EncodedCardChange(upserting: EncodedCard(titled("c\($0)", bytes: 60_000)), offset: Int64($0)) }
+    large.changes = Self.largeChanges(40)
     queue.append(catchUp: large)
-    var parts: [EncodedTopicUpdate] = []
-    while !queue.isEmpty { parts += try queue.take(limit: .max) { _ in 1 }.map(readOffTheWire) }
+    let parts = try Self.takeAll(from: &queue, limit: .max)
     #expect(parts.map(\.changes.count) == [18, 18, 4] && parts.map(\.isComplete) == [false, false, true])
   }
 
@@ -261,7 +259,7 @@ struct OutboundQueueTests {
     var queue = OutboundQueue()
     var snapshot = EncodedTopicUpdate(topic: "t", epoch: 1, throughOffset: 30)
     snapshot.snapshot = true
-    snapshot.changes = (1...20).map { EncodedCardChange(upserting: EncodedCard(titled("c\($0)", bytes: 60_000)), offset: Int64($0)) }
+    snapshot.changes = Self.largeChanges(20)
     queue.append(snapshot: snapshot)
     queue.append(EncodedCardChange(upserting: EncodedCard(card("c1", 31)), offset: 31), topic: "t")
     let first = try queue.take(limit: 512) { _ in 1 }.map(readOffTheWire)
@@ -315,6 +313,18 @@ struct OutboundQueueTests {
     while !slow.isEmpty { taken += try slow.take(limit: 4) { _ in 1 }.map(readOffTheWire).flatMap(\.changes) }
     #expect(taken == changes.filter { $0.cardID != "c4" } + [newer])
     #expect(run.changes == changes)
+  }
+
+  /// Changes of cards c1…c`count` of 60 KB each, at offsets 1…`count`: 18 fill a take's bytes.
+  static func largeChanges(_ count: Int) -> [EncodedCardChange] {
+    (1...count).map { EncodedCardChange(upserting: EncodedCard(titled("c\($0)", bytes: 60_000)), offset: Int64($0)) }
+  }
+
+  /// Every update `queue` holds, taken `limit` changes at a time, as the wire carries them.
+  static func takeAll(from queue: inout OutboundQueue, limit: Int) throws -> [EncodedTopicUpdate] {
+    var updates: [EncodedTopicUpdate] = []
+    while !queue.isEmpty { updates += try queue.take(limit: limit) { _ in 1 }.map(readOffTheWire) }
+    return updates
   }
 
   static func topic(of entry: Queued) -> String {
