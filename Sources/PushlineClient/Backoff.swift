@@ -8,13 +8,21 @@ public struct Backoff: Hashable, Sendable {
   public var initial: Duration
   /// No delay is longer.
   public var maximum: Duration
+  /// How many times the ceiling before it each ceiling is.
   public var multiplier: Double
+  /// The longest retry-after hint honoured: a broker's hint beyond it (a misconfigured
+  /// reconnect spread, say) is cut to it, so no hint keeps a client away for hours.
+  public var maximumHint: Duration
 
-  /// 250 ms doubling up to 30 s.
-  public init(initial: Duration = .milliseconds(250), maximum: Duration = .seconds(30), multiplier: Double = 2) {
+  /// 250 ms doubling up to 30 s; hints honoured up to 5 minutes.
+  public init(
+    initial: Duration = .milliseconds(250), maximum: Duration = .seconds(30), multiplier: Double = 2,
+    maximumHint: Duration = .seconds(300)
+  ) {
     self.initial = initial
     self.maximum = maximum
     self.multiplier = multiplier
+    self.maximumHint = maximumHint
   }
 
   /// The ceiling before the `attempt`th retry (1-based): initial × multiplier^(attempt−1), capped.

@@ -3,8 +3,12 @@ import Synchronization
 
 /// Keeps the client connected: connects, runs every service's pull-and-push in the session,
 /// and on any loss reconnects after an exponential, jittered backoff, each topic resuming from
-/// its cached position. It stops for good only when the broker refuses the token or the
-/// topics (statuses that a retry cannot fix). Its state reaches the tracker (and so the UI).
+/// its cached position. The backoff starts over only after a session the broker answered (a
+/// snapshot or an update), so a broker that accepts connections but refuses every call is
+/// retried ever more slowly; a retry-after hint the broker gives is honoured up to
+/// ``Backoff/maximumHint``. It stops for good only when the broker refuses the token, the
+/// topics or the protocol version (statuses that a retry cannot fix). Its state reaches the
+/// tracker (and so the UI).
 public final class ConnectionManager: Sendable {
   private let connector: any TrackerConnector
   private let services: [ServiceDataManager]
@@ -14,6 +18,8 @@ public final class ConnectionManager: Sendable {
   private let sleep: @Sendable (Duration) async throws -> Void
   private let unitRandom: @Sendable () -> Double
   private let state = Mutex(ConnectionState())
+  /// Whether the broker has answered a call of the current session.
+  private let sessionAnswered = Atomic(false)
   private let observers = Mutex<[Int: AsyncStream<ConnectionState>.Continuation]>([:])
   private let nextObserver = Mutex(0)
 
@@ -55,7 +61,7 @@ public final class ConnectionManager: Sendable {
 
   /// Runs until the task is cancelled or the broker refuses the client for good.
   public func run() async {
-    var failures = 0  // since the last live session: the backoff's exponent
+    var failures = 0  // since the last session the broker answered: the backoff's exponent
     var attempts = 0  // connection attempts since the last live session, for people
     while !Task.isCancelled {
       attempts += 1
@@ -64,29 +70,30 @@ public final class ConnectionManager: Sendable {
       let reason: String
       do {
         try await connector.withSession { session in
+          let session = AnsweredSession(session: session) { self.sessionAnswered.store(true, ordering: .relaxed) }
           try await withThrowingTaskGroup(of: Void.self) { group in
             // The services' first calls go out with the handshake; live once it is answered.
             for service in services { group.addTask { try await service.run(in: session, tracker: self.tracker) } }
             if let serverTimeMillis = try await session.established() { tracker.correctClock(serverTimeMillis: serverTimeMillis) }
             update(.live)
-            failures = 0
             attempts = 0
             defer { group.cancelAll() }
             try await group.next()
           }
         }
         reason = "the broker ended the stream"
-      } catch let error as RPCError where [.unauthenticated, .permissionDenied, .invalidArgument].contains(error.code) {
+      } catch let error as RPCError where [.unauthenticated, .permissionDenied, .invalidArgument, .failedPrecondition].contains(error.code) {
         update(.stopped(reason: "\(error)"))
         return
       } catch let error as RPCError {
         reason = "\(error)"
-        retryAfter = .milliseconds(Int64(error.retryAfterMillis ?? 0))
+        retryAfter = min(.milliseconds(Int64(error.retryAfterMillis ?? 0)), backoff.maximumHint)
       } catch {
         if Task.isCancelled { break }
         reason = "\(error)"
       }
       try? tracker.cache.flush()
+      if sessionAnswered.exchange(false, ordering: .relaxed) { failures = 0 }
       failures += 1
       let delay = max(retryAfter, backoff.delay(attempt: failures, unit: unitRandom()))
       update(.backingOff(untilMillis: nowMillis() + delay.milliseconds, reason: reason))

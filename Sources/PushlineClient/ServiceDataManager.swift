@@ -1,3 +1,5 @@
+import PushlineRPC
+
 /// One upstream service's cards (earnings, incentives, …) — self-contained, as the
 /// earnings-tracker design asks: on first load it pulls its topic's snapshot, then it follows
 /// the topic's pushes, resuming from the cached position after every reconnect.
@@ -14,10 +16,15 @@ public struct ServiceDataManager: Sendable {
   }
 
   /// Pulls (when the cache has nothing of the topic) and then streams into `tracker` until
-  /// the session ends; throws the stream's error.
+  /// the session ends; throws the stream's error. A snapshot too large to pull in one message
+  /// (RESOURCE_EXHAUSTED) comes by the stream instead, in parts (PROTOCOL.md 3.3 and 3.5).
   public func run(in session: any TrackerSession, tracker: TrackerDataManager) async throws {
     if tracker.cache.topic(topic)?.position == nil {
-      tracker.apply([try await session.cards(in: topic)])
+      do {
+        tracker.apply([try await session.cards(in: topic)])
+      } catch let error as RPCError where error.code == .resourceExhausted {
+        // The subscription below, from no position, starts with the snapshot.
+      }
     }
     for try await update in session.updates(from: tracker.cache.positions(for: [topic])) {
       tracker.apply([update])

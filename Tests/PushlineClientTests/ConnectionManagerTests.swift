@@ -14,6 +14,9 @@ final class ScriptedConnector: TrackerConnector {
     case serve(snapshot: TopicUpdate?, updates: [TopicUpdate], then: any Error)
     /// Starts a session, whose calls are sent, but whose handshake the broker refuses.
     case refuseHandshake(any Error)
+    /// Completes the handshake, then refuses the pull with `pull`, streams `updates`, and fails
+    /// with `error`.
+    case refusePull(any Error, updates: [TopicUpdate], then: any Error)
   }
 
   private let steps: Mutex<[Step]>
@@ -35,7 +38,10 @@ final class ScriptedConnector: TrackerConnector {
     case .refuse(let error): throw error
     case .serve(let snapshot, let updates, let error): try await body(Session(connector: self, snapshot: snapshot, updates: updates, error: error))
     case .refuseHandshake(let error):
-      try await body(Session(connector: self, snapshot: nil, updates: [], error: error, handshakeError: error))
+      // No call is answered on a connection the broker refused.
+      try await body(Session(connector: self, snapshot: nil, updates: [], error: error, handshakeError: error, pullError: error))
+    case .refusePull(let pullError, let updates, let error):
+      try await body(Session(connector: self, snapshot: nil, updates: updates, error: error, pullError: pullError))
     }
   }
 
@@ -45,6 +51,7 @@ final class ScriptedConnector: TrackerConnector {
     let updates: [TopicUpdate]
     let error: any Error
     var handshakeError: (any Error)?
+    var pullError: (any Error)?
 
     func established() async throws -> Int64? {
       if let handshakeError { throw handshakeError }
@@ -53,6 +60,7 @@ final class ScriptedConnector: TrackerConnector {
 
     func cards(in topic: String) async throws -> TopicUpdate {
       connector.pulls.withLock { $0 += 1 }
+      if let pullError { throw pullError }
       return snapshot ?? TopicUpdate(topic: topic, epoch: 7, throughOffset: 0)
     }
 
@@ -117,20 +125,49 @@ struct ConnectionManagerTests {
     #expect(Array(sleeps.prefix(6)) == [.milliseconds(250), .milliseconds(500), .seconds(1), .seconds(1), .milliseconds(250), .milliseconds(500)])
   }
 
+  /// A broker that completes the handshake but refuses every call (here: a storage outage,
+  /// no hint) is no live session for the backoff: its delays keep growing.
+  @Test func sessionsWhoseCallsAreAllRefusedKeepBackingOff() async throws {
+    let refused = RPCError(code: .unavailable, message: "storage failed")
+    let connector = ScriptedConnector(Array(repeating: .refusePull(refused, updates: [], then: refused), count: 4))
+    let (_, _, sleeps) = try await run(connector)
+    #expect(Array(sleeps.prefix(4)) == [.milliseconds(250), .milliseconds(500), .seconds(1), .seconds(1)])
+  }
+
   @Test func aRetryAfterHintIsHonoured() async throws {
     let connector = ScriptedConnector([.refuse(RPCError(code: .unavailable, message: "busy", retryAfterMillis: 5000))])
     let (_, _, sleeps) = try await run(connector)
     #expect(sleeps.first == .seconds(5))
   }
 
-  @Test func aRefusedTokenStopsForGood() async throws {
-    let connector = ScriptedConnector([.refuse(RPCError(code: .unauthenticated, message: "expired")), .refuse(CancellationError())])
+  /// A misconfigured broker's hint of ten hours keeps the client away five minutes at most.
+  @Test func aRetryAfterHintIsHonouredUpToTheMaximum() async throws {
+    let connector = ScriptedConnector([.refuse(RPCError(code: .unavailable, message: "busy", retryAfterMillis: 36_000_000))])
+    let (_, _, sleeps) = try await run(connector)
+    #expect(sleeps.first == .seconds(300))
+  }
+
+  @Test(arguments: [StatusCode.unauthenticated, .failedPrecondition])
+  func aRefusalNoRetryCanFixStopsForGood(code: StatusCode) async throws {
+    let connector = ScriptedConnector([.refuse(RPCError(code: code, message: "refused")), .refuse(CancellationError())])
     let (_, manager, sleeps) = try await run(connector)
     #expect(sleeps.isEmpty)
     guard case .stopped = manager.connectionState.phase else {
       Issue.record("expected stopped, got \(manager.connectionState)")
       return
     }
+  }
+
+  /// A topic whose snapshot does not fit one message cannot be pulled (RESOURCE_EXHAUSTED):
+  /// the service subscribes from no position instead, and the stream's snapshot fills it.
+  @Test func aSnapshotTooLargeToPullComesByTheStream() async throws {
+    let tooLarge = RPCError(code: .resourceExhausted, message: "the snapshot does not fit a message")
+    let drop = RPCError(code: .unavailable, message: "cut")
+    let snapshot = update("t", from: 1, [card("a", priority: 1)], snapshot: true)
+    let connector = ScriptedConnector([.refusePull(tooLarge, updates: [snapshot], then: drop)])
+    let (tracker, _, _) = try await run(connector)
+    #expect(connector.requestedPositions.withLock { $0 }.first == [TopicPosition(topic: "t")])
+    #expect(tracker.modes.browse.map(\.cardID) == ["a"])
   }
 
   @Test func reconnectsResumeFromTheAppliedPositionWithoutPullingAgain() async throws {
