@@ -77,8 +77,12 @@ struct ServeCommand: AsyncParsableCommand {
     "Seconds a publish's idempotency key is remembered (default: \(ServeSettings().idempotencyWindow)).", valueName: "seconds"))
   var idempotencyWindow: Int?
 
-  @Option(help: ArgumentHelp("The admin HTTP port (GET /metrics, Prometheus text) on --host; off if absent.", valueName: "port"))
+  @Option(help: ArgumentHelp("The admin HTTP port (GET /metrics, Prometheus text, no token needed); off if absent.", valueName: "port"))
   var metricsPort: Int?
+
+  @Option(help: ArgumentHelp(
+    "The address the admin HTTP port listens on, apart from --host (default: \(ServeSettings().metricsHost)).", valueName: "address"))
+  var metricsHost: String?
 
   @Option(help: ArgumentHelp(
     "Seconds calls in progress may still run after their connection's shutdown GOAWAY (default: \(ServeSettings().gracePeriod)).",
@@ -116,7 +120,8 @@ struct ServeCommand: AsyncParsableCommand {
       host: host, port: port, storage: storage, dataDir: dataDir, watermarkInterval: watermarkInterval,
       tombstoneLimit: tombstoneLimit, tombstoneMaxAge: tombstoneMaxAge, maxQueuedChanges: maxQueuedChanges,
       reconnectSpread: reconnectSpread, idempotencyWindow: idempotencyWindow, metricsPort: metricsPort,
-      gracePeriod: gracePeriod, lameDuckPeriod: lameDuckPeriod, maxConnectionsPerSecond: maxConnectionsPerSecond,
+      metricsHost: metricsHost, gracePeriod: gracePeriod, lameDuckPeriod: lameDuckPeriod,
+      maxConnectionsPerSecond: maxConnectionsPerSecond,
       maxSubscribesPerSecond: maxSubscribesPerSecond, maxSubscriptionsPerSubject: maxSubscriptionsPerSubject,
       tokenSecret: tokenSecretFile.map { .file($0) }, logLevel: logLevel)
   }
@@ -139,7 +144,7 @@ struct ServeCommand: AsyncParsableCommand {
         settings.storage == .memory ? InMemoryBrokerStorage() : try SQLiteBrokerStorage(directory: settings.dataDir)
       var services: [any Service] = []
       if let metricsPort = settings.metricsPort {
-        services.append(MetricsEndpoint(host: settings.host, port: metricsPort, registry: registry, logger: logger))
+        services.append(MetricsEndpoint(host: settings.metricsHost, port: metricsPort, registry: registry, logger: logger))
       }
       // Last, so that the group shuts it down first: metrics stay up while the broker drains.
       services.append(BrokerHostService(
@@ -152,13 +157,25 @@ struct ServeCommand: AsyncParsableCommand {
           Self.say("pushline: serving on \(settings.host):\(address.port ?? settings.port), topics \(topics)")
         },
         onStopping: { Self.say("pushline: stopping") }))
-      try await ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
+      var group = ServiceGroupConfiguration(
+        services: services, gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [.sigquit], logger: logger)
+      // However its calls behave, a stopping broker is gone soon after its lame-duck and grace
+      // periods: then what still runs is cancelled and every connection closed.
+      group.maximumGracefulShutdownDuration = .seconds(settings.lameDuckPeriod + settings.gracePeriod + Self.shutdownMargin)
+      try await ServiceGroup(configuration: group).run()
+    } catch is CancellationError {
+      throw CommandFailure(
+        "stopped at once (SIGQUIT, or a graceful shutdown still running \(Self.shutdownMargin) s past its lame-duck and grace periods)")
     } catch let error as RPCError {
       throw CommandFailure("\(error)")
     } catch let error as TokenAuthorityError {
       throw CommandFailure("\(error)")
     }
   }
+
+  /// Seconds a graceful shutdown may run past its lame-duck and grace periods before it is
+  /// cut short.
+  static let shutdownMargin = 5
 
   /// Writes `line` to standard output at once: scripts and tests wait for these lines
   /// through a pipe, where `print` would buffer them.

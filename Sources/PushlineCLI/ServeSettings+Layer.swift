@@ -15,6 +15,7 @@ extension ServeSettings {
     var reconnectSpread: Int?
     var idempotencyWindow: Int?
     var metricsPort: Int?
+    var metricsHost: String?
     var gracePeriod: Int?
     var lameDuckPeriod: Int?
     var maxConnectionsPerSecond: Int?
@@ -77,6 +78,7 @@ extension ServeSettings {
     Field("tombstoneMaxAge", \.tombstoneMaxAge), Field("maxQueuedChanges", \.maxQueuedChanges),
     Field("reconnectSpread", \.reconnectSpread),
     Field("idempotencyWindow", \.idempotencyWindow), Field("metricsPort", \.metricsPort),
+    Field("metricsHost", \.metricsHost),
     Field("gracePeriod", \.gracePeriod), Field("lameDuckPeriod", \.lameDuckPeriod),
     Field("maxConnectionsPerSecond", \.maxConnectionsPerSecond), Field("maxSubscribesPerSecond", \.maxSubscribesPerSecond),
     Field("maxSubscriptionsPerSubject", \.maxSubscriptionsPerSubject), Field("tokenSecretFile", \.tokenSecret),

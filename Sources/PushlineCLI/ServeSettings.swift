@@ -45,6 +45,9 @@ struct ServeSettings: Equatable, Sendable {
   var idempotencyWindow = 600
   /// The admin HTTP port for `GET /metrics`; no endpoint if nil.
   var metricsPort: Int?
+  /// The address the admin HTTP port listens on: loopback unless told otherwise, apart from
+  /// ``host``, since the metrics need no token (a broker serving the world keeps them private).
+  var metricsHost = "127.0.0.1"
   /// Seconds calls in progress may still run after their connection's shutdown GOAWAY.
   var gracePeriod = 10
   /// Seconds over which the shutdown spreads its GOAWAYs, one connection after another.
@@ -94,6 +97,7 @@ extension ServeSettings {
     reconnectSpread = layer.reconnectSpread ?? reconnectSpread
     idempotencyWindow = layer.idempotencyWindow ?? idempotencyWindow
     metricsPort = layer.metricsPort ?? metricsPort
+    metricsHost = layer.metricsHost ?? metricsHost
     gracePeriod = layer.gracePeriod ?? gracePeriod
     lameDuckPeriod = layer.lameDuckPeriod ?? lameDuckPeriod
     maxConnectionsPerSecond = layer.maxConnectionsPerSecond ?? maxConnectionsPerSecond

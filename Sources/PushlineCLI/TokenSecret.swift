@@ -21,13 +21,15 @@ struct TokenSecretOptions: ParsableArguments {
     return Array(value.utf8)
   }
 
-  /// The secret held in the file at `path`, without its trailing newlines.
+  /// The bytes of the file at `path`, without its trailing line feeds and carriage returns:
+  /// byte for byte otherwise, so a secret of random bytes (`openssl rand 32 > file`) is used as
+  /// it is, as any other service signing with the same file would use it.
   static func read(file path: String) throws(CommandFailure) -> [UInt8] {
     guard let data = FileManager.default.contents(atPath: path) else {
       throw CommandFailure("cannot read the token secret file \(path)")
     }
-    var text = String(decoding: data, as: UTF8.self)
-    while text.last?.isNewline == true { text.removeLast() }
-    return Array(text.utf8)
+    var bytes = [UInt8](data)
+    while let last = bytes.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { bytes.removeLast() }
+    return bytes
   }
 }

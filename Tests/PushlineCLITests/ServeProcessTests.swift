@@ -22,8 +22,56 @@ struct ServeProcessTests {
 
   static let secret = "0123456789abcdef0123456789abcdef"
 
-  @Test func sigtermStopsTheBrokerGracefullyWithStatusZero() async throws {
+  /// A `pushline serve` child process, its output's lines, and its exit.
+  struct Served {
+    let process: Process
+    var lines: AsyncStream<String>.Iterator
+    var exits: AsyncStream<(reason: Process.TerminationReason, status: Int32)>.Iterator
+    /// The port it serves on, from its first line.
+    let port: Int
+    let watchdog: Task<Void, any Error>
+
+    /// Kills the process if a failed expectation left it running.
+    func end() {
+      watchdog.cancel()
+      if process.isRunning { _ = kill(process.processIdentifier, SIGKILL) }
+    }
+  }
+
+  /// Starts `pushline serve` with `arguments` and `environment`, and reads its first line, which
+  /// must say it serves on 127.0.0.1 with topics in memory.
+  static func serve(_ arguments: [String], environment: [String: String]) async throws -> Served {
     try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "run `swift build` first")
+    let process = Process()
+    process.executableURL = Self.executable
+    process.arguments = ["serve"] + arguments
+    process.environment = environment
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    let (exits, exited) = AsyncStream<(reason: Process.TerminationReason, status: Int32)>.makeStream()
+    process.terminationHandler = { exited.yield(($0.terminationReason, $0.terminationStatus)) }
+    try process.run()
+    let pid = process.processIdentifier
+    // A hung broker must not hold up the whole run.
+    let watchdog = Task {
+      try await Task.sleep(for: .seconds(120))
+      _ = kill(pid, SIGKILL)
+    }
+    var lines = Self.lines(of: output.fileHandleForReading).makeAsyncIterator()
+    guard let serving = await lines.next(), let match = serving.wholeMatch(of: #/pushline: serving on 127\.0\.0\.1:(\d+), topics in memory/#),
+      let port = Int(match.1)
+    else {
+      watchdog.cancel()
+      _ = kill(pid, SIGKILL)
+      throw ServeFailure(description: "pushline serve did not say it serves on 127.0.0.1 in memory")
+    }
+    return Served(process: process, lines: lines, exits: exits.makeAsyncIterator(), port: port, watchdog: watchdog)
+  }
+
+  struct ServeFailure: Error, CustomStringConvertible { var description: String }
+
+  @Test func sigtermStopsTheBrokerGracefullyWithStatusZero() async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-serve-\(UUID())")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
@@ -33,43 +81,21 @@ struct ServeProcessTests {
     let config = directory.appendingPathComponent("serve.json")
     try #"{"host": "127.0.0.2", "port": 9, "storage": "sqlite", "dataDir": "\#(directory.path)/data", "gracePeriod": \#(gracePeriod)}"#
       .write(to: config, atomically: true, encoding: .utf8)
-
-    let process = Process()
-    process.executableURL = Self.executable
-    process.arguments = ["serve", "--port", "0", "--storage", "memory", "--config", config.path]
-    process.environment = [
-      "PUSHLINE_TOKEN_SECRET": Self.secret, "PUSHLINE_HOST": "127.0.0.1", "PUSHLINE_METRICS_PORT": "0",
-    ]
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
-    let (exits, exited) = AsyncStream<(reason: Process.TerminationReason, status: Int32)>.makeStream()
-    process.terminationHandler = { exited.yield(($0.terminationReason, $0.terminationStatus)) }
-    try process.run()
-    let pid = process.processIdentifier
-    // A failed expectation must not leave the broker running, nor a hung one the whole run.
-    defer { if process.isRunning { _ = kill(pid, SIGKILL) } }
-    let watchdog = Task {
-      try await Task.sleep(for: .seconds(120))
-      _ = kill(pid, SIGKILL)
-    }
-    defer { watchdog.cancel() }
-
-    var lines = Self.lines(of: output.fileHandleForReading).makeAsyncIterator()
-    let serving = try #require(await lines.next(), "pushline serve printed nothing")
-    let match = try #require(serving.wholeMatch(of: #/pushline: serving on 127\.0\.0\.1:(\d+), topics in memory/#), "\(serving)")
-    let port = try #require(Int(match.1))
-    #expect(port != 9 && port != 0)
-    let ping = try await PingCommand.check(host: "127.0.0.1", port: port, timeout: .seconds(60))
+    var served = try await Self.serve(
+      ["--port", "0", "--storage", "memory", "--config", config.path],
+      environment: ["PUSHLINE_TOKEN_SECRET": Self.secret, "PUSHLINE_HOST": "127.0.0.1", "PUSHLINE_METRICS_PORT": "0"])
+    defer { served.end() }
+    #expect(served.port != 9)
+    let ping = try await PingCommand.check(host: "127.0.0.1", port: served.port, timeout: .seconds(60))
     #expect(ping.contains("SERVING"))
 
     // SIGTERM while a subscriber streams: its connection's GOAWAY (within the lame-duck
     // period) ends the stream, not the grace period, with UNAVAILABLE and a retry-after hint
     // within the reconnect spread (docs/PROTOCOL.md 2.6, 3.5); then the process exits cleanly.
     var signalled = ContinuousClock.now
-    let ending = try await Self.withSubscription(port: port) {
+    let ending = try await Self.withSubscription(port: served.port) {
       signalled = .now
-      _ = kill(pid, SIGTERM)
+      _ = kill(served.process.processIdentifier, SIGTERM)
     }
     let waited = ContinuousClock.now - signalled
     #expect(waited < .seconds(gracePeriod))
@@ -78,11 +104,27 @@ struct ServeProcessTests {
     let hint = try #require(status.retryAfterMillis, "\(status)")
     #expect((0...BrokerConfiguration().reconnectSpread.milliseconds).contains(Int64(hint)))
     var rest: [String] = []
-    while let line = await lines.next() { rest.append(line) }
-    var terminations = exits.makeAsyncIterator()
-    let exit = try #require(await terminations.next())
+    while let line = await served.lines.next() { rest.append(line) }
+    let exit = try #require(await served.exits.next())
     #expect(rest == ["pushline: stopping"])
     #expect(exit.reason == .exit && exit.status == 0)
+  }
+
+  /// SIGQUIT stops the broker at once: no lame-duck period, no GOAWAY — its connections just
+  /// close — and a failure status, since clients got no notice.
+  @Test func sigquitStopsTheBrokerAtOnce() async throws {
+    var served = try await Self.serve(
+      ["--port", "0", "--storage", "memory", "--lame-duck-period", "60", "--grace-period", "60"],
+      environment: ["PUSHLINE_TOKEN_SECRET": Self.secret])
+    defer { served.end() }
+    let ending = try await Self.withSubscription(port: served.port) { _ = kill(served.process.processIdentifier, SIGQUIT) }
+    let status = try #require(ending, "the stream ended with OK")
+    #expect(status.code == .unavailable && status.message != "the broker is shutting down", "\(status)")
+    var rest: [String] = []
+    while let line = await served.lines.next() { rest.append(line) }
+    let exit = try #require(await served.exits.next())
+    #expect(rest.isEmpty)
+    #expect(exit.reason == .exit && exit.status != 0)
   }
 
   /// Subscribes to a topic on the broker at `port`, waits for the first update (the call is

@@ -31,6 +31,7 @@ struct ServeSettingsTests {
     #expect(settings == ServeSettings())
     #expect(settings.host == "127.0.0.1" && settings.port == 7400 && settings.storage == .sqlite)
     #expect(settings.metricsPort == nil && settings.gracePeriod == 10 && settings.tokenSecret == nil)
+    #expect(settings.metricsHost == "127.0.0.1")  // not --host: metrics need no token
   }
 
   @Test func aFlagBeatsTheEnvironmentWhichBeatsTheFileWhichBeatsTheDefault() throws {
@@ -47,27 +48,28 @@ struct ServeSettingsTests {
     #expect(ServeSettings.fields.map(\.environmentVariable) == [
       "PUSHLINE_HOST", "PUSHLINE_PORT", "PUSHLINE_STORAGE", "PUSHLINE_DATA_DIR", "PUSHLINE_WATERMARK_INTERVAL",
       "PUSHLINE_TOMBSTONE_LIMIT", "PUSHLINE_TOMBSTONE_MAX_AGE", "PUSHLINE_MAX_QUEUED_CHANGES", "PUSHLINE_RECONNECT_SPREAD",
-      "PUSHLINE_IDEMPOTENCY_WINDOW", "PUSHLINE_METRICS_PORT", "PUSHLINE_GRACE_PERIOD",
+      "PUSHLINE_IDEMPOTENCY_WINDOW", "PUSHLINE_METRICS_PORT", "PUSHLINE_METRICS_HOST", "PUSHLINE_GRACE_PERIOD",
       "PUSHLINE_LAME_DUCK_PERIOD", "PUSHLINE_MAX_CONNECTIONS_PER_SECOND", "PUSHLINE_MAX_SUBSCRIBES_PER_SECOND",
       "PUSHLINE_MAX_SUBSCRIPTIONS_PER_SUBJECT",
       "PUSHLINE_TOKEN_SECRET_FILE", "PUSHLINE_LOG_LEVEL",
     ])
     let expected = ServeSettings(
       host: "0.0.0.0", port: 7500, storage: .memory, dataDir: "/data", watermarkInterval: 5, tombstoneLimit: 7,
-      tombstoneMaxAge: 3600, maxQueuedChanges: 900, reconnectSpread: 3, idempotencyWindow: 60, metricsPort: 9400, gracePeriod: 2, lameDuckPeriod: 4, maxConnectionsPerSecond: 300,
+      tombstoneMaxAge: 3600, maxQueuedChanges: 900, reconnectSpread: 3, idempotencyWindow: 60, metricsPort: 9400,
+      metricsHost: "10.0.0.9", gracePeriod: 2, lameDuckPeriod: 4, maxConnectionsPerSecond: 300,
       maxSubscribesPerSecond: 200, maxSubscriptionsPerSubject: 5, tokenSecret: .file("/run/secret"), logLevel: .debug)
     let environment = [
       "PUSHLINE_HOST": "0.0.0.0", "PUSHLINE_PORT": "7500", "PUSHLINE_STORAGE": "memory", "PUSHLINE_DATA_DIR": "/data",
       "PUSHLINE_WATERMARK_INTERVAL": "5", "PUSHLINE_TOMBSTONE_LIMIT": "7", "PUSHLINE_TOMBSTONE_MAX_AGE": "3600",
       "PUSHLINE_MAX_QUEUED_CHANGES": "900", "PUSHLINE_RECONNECT_SPREAD": "3", "PUSHLINE_IDEMPOTENCY_WINDOW": "60",
-      "PUSHLINE_METRICS_PORT": "9400", "PUSHLINE_GRACE_PERIOD": "2", "PUSHLINE_LAME_DUCK_PERIOD": "4",
+      "PUSHLINE_METRICS_PORT": "9400", "PUSHLINE_METRICS_HOST": "10.0.0.9", "PUSHLINE_GRACE_PERIOD": "2", "PUSHLINE_LAME_DUCK_PERIOD": "4",
       "PUSHLINE_MAX_CONNECTIONS_PER_SECOND": "300", "PUSHLINE_MAX_SUBSCRIBES_PER_SECOND": "200",
       "PUSHLINE_MAX_SUBSCRIPTIONS_PER_SUBJECT": "5", "PUSHLINE_TOKEN_SECRET_FILE": "/run/secret", "PUSHLINE_LOG_LEVEL": "debug",
     ]
     #expect(try Self.merge(environment: environment) == expected)
     let file = """
       {"host": "0.0.0.0", "port": 7500, "storage": "memory", "dataDir": "/data", "watermarkInterval": 5,
-       "tombstoneLimit": 7, "tombstoneMaxAge": 3600, "maxQueuedChanges": 900, "reconnectSpread": 3, "idempotencyWindow": 60, "metricsPort": 9400, "gracePeriod": 2, "lameDuckPeriod": 4,
+       "tombstoneLimit": 7, "tombstoneMaxAge": 3600, "maxQueuedChanges": 900, "reconnectSpread": 3, "idempotencyWindow": 60, "metricsPort": 9400, "metricsHost": "10.0.0.9", "gracePeriod": 2, "lameDuckPeriod": 4,
        "maxConnectionsPerSecond": 300, "maxSubscribesPerSecond": 200, "maxSubscriptionsPerSubject": 5,
        "tokenSecretFile": "/run/secret", "logLevel": "debug"}
       """
@@ -77,7 +79,7 @@ struct ServeSettingsTests {
   @Test func flagsAreReadUnderTheirLongNames() throws {
     let command = try ServeCommand.parse([
       "--config", "serve.json", "--port", "0", "--storage", "memory", "--data-dir", "d", "--grace-period", "3",
-      "--metrics-port", "9400", "--token-secret-file", "s", "--lame-duck-period", "1", "--max-connections-per-second", "50",
+      "--metrics-port", "9400", "--metrics-host", "10.0.0.9", "--token-secret-file", "s", "--lame-duck-period", "1", "--max-connections-per-second", "50",
       "--max-subscribes-per-second", "0", "--max-subscriptions-per-subject", "3", "--tombstone-max-age", "60",
       "--max-queued-changes", "500", "--reconnect-spread", "2", "--log-level", "warning",
     ])
@@ -86,7 +88,7 @@ struct ServeSettingsTests {
       command.flags
         == Layer(
           port: 0, storage: .memory, dataDir: "d", tombstoneMaxAge: 60, maxQueuedChanges: 500, reconnectSpread: 2,
-          metricsPort: 9400, gracePeriod: 3, lameDuckPeriod: 1,
+          metricsPort: 9400, metricsHost: "10.0.0.9", gracePeriod: 3, lameDuckPeriod: 1,
           maxConnectionsPerSecond: 50, maxSubscribesPerSecond: 0, maxSubscriptionsPerSubject: 3, tokenSecret: .file("s"),
           logLevel: .warning))
     #expect(try ServeCommand.parse([]).flags == Layer())
@@ -143,6 +145,17 @@ struct ServeSettingsTests {
     defer { try? FileManager.default.removeItem(atPath: path) }
     let settings = try Self.merge(file: #"{"tokenSecretFile": "\#(path)"}"#)
     #expect(try settings.readTokenSecret(environment: [:]) == Array("0123456789abcdef0123456789abcdef".utf8))
+  }
+
+  /// A secret of random bytes (`openssl rand 32 > file`) is used byte for byte, not decoded as
+  /// text (which would turn each invalid sequence into the same three bytes).
+  @Test func aSecretFileOfRandomBytesIsReadByteForByte() throws {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-secret-\(UUID())").path
+    let secret = (0..<32).map { UInt8(truncatingIfNeeded: 0x85 + $0 * 37) } + [0xFF, 0xC3]
+    try Data(secret + [0x0D, 0x0A]).write(to: URL(fileURLWithPath: path))
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let settings = try Self.merge(file: #"{"tokenSecretFile": "\#(path)"}"#)
+    #expect(try settings.readTokenSecret(environment: [:]) == secret)
   }
 
   @Test("bad config files", arguments: [
