@@ -29,7 +29,17 @@ struct TokenCommand: AsyncParsableCommand {
   @OptionGroup var tokenSecret: TokenSecretOptions
 
   func validate() throws {
+    guard !subject.isEmpty else { throw ValidationError("--subject must not be empty: subjects share a subscription quota") }
     guard !topics.isEmpty else { throw ValidationError("give at least one --topic") }
+    for topic in topics {
+      // A pattern is a topic name, or a prefix of one followed by `*`: anything else would
+      // cover no topic a publisher can name.
+      let name = topic.utf8.last == UInt8(ascii: "*") ? String(topic.dropLast()) : topic
+      guard name.isEmpty && topic == "*" || (try? TopicName.validate(name)) != nil else {
+        throw ValidationError(
+          "--topic \"\(topic)\" is no topic name or prefix* (1 to \(TopicName.maxLength) bytes of A-Z a-z 0-9 . _ - / :, then an optional *)")
+      }
+    }
     guard (1...SecondsLimit.maximum).contains(ttl) else {
       throw ValidationError("--ttl must be positive and at most \(SecondsLimit.description), not \(ttl)")
     }
@@ -43,7 +53,13 @@ struct TokenCommand: AsyncParsableCommand {
     } catch let error as TokenAuthorityError {
       throw CommandFailure("\(error)")
     }
-    let expiry = WallClock.systemMillis() + Int64(ttl) * 1000
+    let expiry = Self.expiry(ttl: ttl, nowMillis: WallClock.systemMillis())
     print(try await authority.mint(subject: subject, role: Role(rawValue: role)!, topics: topics, expiresAtMillis: expiry))
+  }
+
+  /// When a token minted at `nowMillis` for `ttl` seconds expires, in Unix milliseconds of a
+  /// whole second: JWT's `exp` is a NumericDate, which some libraries read as an integer only.
+  static func expiry(ttl: Int, nowMillis: Int64) -> Int64 {
+    (nowMillis / 1000 + Int64(ttl)) * 1000
   }
 }

@@ -1,24 +1,32 @@
 import ArgumentParser
 import Foundation
 
-/// Where the token secret comes from: a file named on the command line, or the
-/// `PUSHLINE_TOKEN_SECRET` environment variable — never from code or a flag's value, which
-/// would end up in shell history and process listings.
+/// Where the token secret comes from: a file named on the command line or by
+/// `PUSHLINE_TOKEN_SECRET_FILE`, or the `PUSHLINE_TOKEN_SECRET` environment variable, as for
+/// `serve` — never from code or a flag's value, which would end up in shell history and
+/// process listings.
 struct TokenSecretOptions: ParsableArguments {
   /// The environment variable holding the secret.
   static let environmentVariable = "PUSHLINE_TOKEN_SECRET"
 
-  @Option(help: "A file holding the token secret (at least 32 bytes; trailing newline ignored). Default: $PUSHLINE_TOKEN_SECRET.")
+  @Option(help: "A file holding the token secret (at least 32 bytes; trailing newline ignored). Default: $PUSHLINE_TOKEN_SECRET_FILE, else $PUSHLINE_TOKEN_SECRET.")
   var tokenSecretFile: String?
 
-  /// The secret's bytes.
-  func secret() throws -> [UInt8] {
-    if let path = tokenSecretFile { return try Self.read(file: path) }
-    guard let value = ProcessInfo.processInfo.environment[Self.environmentVariable], !value.isEmpty else {
-      throw CommandFailure(
-        "no token secret: set \(Self.environmentVariable) or pass --token-secret-file (generate one with: openssl rand -hex 32)")
+  /// The secret's bytes: from the flag's file, else from `environment` as `serve` reads it.
+  func secret(environment: [String: String] = ProcessInfo.processInfo.environment) throws(CommandFailure) -> [UInt8] {
+    let (secretVariable, fileVariable) = (Self.environmentVariable, Self.environmentVariable + "_FILE")
+    let secret = environment[secretVariable].flatMap { $0.isEmpty ? nil : $0 }
+    let file = environment[fileVariable].flatMap { $0.isEmpty ? nil : $0 }
+    if let path = tokenSecretFile ?? file {
+      guard tokenSecretFile != nil || secret == nil else { throw CommandFailure("set \(secretVariable) or \(fileVariable), not both") }
+      return try Self.read(file: path)
     }
-    return Array(value.utf8)
+    guard let secret else {
+      throw CommandFailure(
+        "no token secret: set \(secretVariable), or name a file holding it with \(fileVariable) or --token-secret-file "
+          + "(generate one with: openssl rand -hex 32)")
+    }
+    return Array(secret.utf8)
   }
 
   /// The bytes of the file at `path`, without its trailing line feeds and carriage returns:
