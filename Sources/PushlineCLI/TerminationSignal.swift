@@ -9,7 +9,9 @@ import Dispatch
 /// SIGINT and SIGTERM as something to await, for the commands that run until stopped
 /// (`demo`, `watch`; `serve` has its service group).
 enum TerminationSignal {
-  /// Returns when the process receives SIGINT or SIGTERM.
+  /// Returns when the process receives SIGINT or SIGTERM (or the task is cancelled); from
+  /// then on the signals act as by default again, so a second Ctrl-C stops a command whose
+  /// shutdown hangs.
   static func received() async {
     let (signals, continuation) = AsyncStream<Int32>.makeStream()
     let sources = [SIGINT, SIGTERM].map { number in
@@ -22,5 +24,6 @@ enum TerminationSignal {
     var iterator = signals.makeAsyncIterator()
     _ = await iterator.next()
     sources.forEach { $0.cancel() }
+    for number in [SIGINT, SIGTERM] { signal(number, SIG_DFL) }
   }
 }
