@@ -9,7 +9,7 @@ extension Broker {
   /// are durable. Publishes arriving while a commit runs are committed together in the next
   /// one (group commit), so durability costs one storage write per burst, not per publish.
   ///
-  /// - Throws: INVALID_ARGUMENT for a bad topic name, an idempotency key with a NUL byte, no or
+  /// - Throws: INVALID_ARGUMENT for a bad topic name, an empty idempotency key or one with a NUL byte, no or
   ///   too many changes, an empty cardID or one with a NUL byte, a card twice,
   ///   a card whose cardID differs from its change's, a card without a required field;
   ///   PERMISSION_DENIED when `principal` may not publish there; UNAVAILABLE (retry, with the
@@ -110,8 +110,12 @@ extension Broker {
     guard principal.covers(request.topic) else {
       throw RPCError(code: .permissionDenied, message: "the token does not cover topic \"\(request.topic)\"")
     }
-    // Kept by SQLite storage as a key, like a cardID (see below).
+    // Kept by SQLite storage as a key, like a cardID (see below). An empty key would make every
+    // later publish to the topic that sends one a replay of the first.
     if let key = request.idempotencyKey {
+      guard !key.isEmpty else {
+        throw RPCError(code: .invalidArgument, message: "an empty idempotencyKey: send none, or 1 to \(Self.maxKeySize) bytes")
+      }
       guard !key.utf8.contains(0) else {
         throw RPCError(code: .invalidArgument, message: "the idempotencyKey contains a NUL byte")
       }

@@ -527,6 +527,8 @@ struct BrokerTests {
     (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a\u{0}x", 1))]), .invalidArgument),
     (PublishRequest(topic: "t", changes: [CardChange(removing: "a\u{0}")]), .invalidArgument),
     (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a", 1))], idempotencyKey: "k\u{0}1"), .invalidArgument),
+    // Every later publish to the topic with an empty key would be answered as its replay.
+    (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a", 1))], idempotencyKey: ""), .invalidArgument),
     // Kept as keys: a few hundred bytes at most.
     (PublishRequest(topic: "t", changes: [CardChange(upserting: card(String(repeating: "c", count: 257), 1))]), .invalidArgument),
     (PublishRequest(topic: "t", changes: [CardChange(removing: String(repeating: "c", count: 257))]), .invalidArgument),
