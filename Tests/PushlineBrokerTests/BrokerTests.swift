@@ -234,8 +234,6 @@ struct BrokerTests {
     #expect(late.replayed == nil && late.firstOffset == 2)
   }
 
-  /// A window, an interval or a limit too large for the broker's `Int64` milliseconds or `Int`
-  /// counts — a caller's `.seconds(.max)` — means forever or never, not a crash.
   /// Tombstones go once older than the maximum age, checked as the topic is published to — a
   /// younger one stays, even when an older removal of a card since upserted again is gone.
   @Test func tombstonesGoOnceOlderThanTheMaximumAge() async throws {
@@ -267,6 +265,8 @@ struct BrokerTests {
     #expect(tombstones().isEmpty)
   }
 
+  /// A window, an interval or a limit too large for the broker's `Int64` milliseconds or `Int`
+  /// counts — a caller's `.seconds(.max)` — means forever or never, not a crash.
   @Test func windowsIntervalsAndLimitsPastTheirIntegersAreForever() async throws {
     let broker = try await makeBroker {
       $0.idempotencyWindow = .seconds(Int64.max)
@@ -284,6 +284,25 @@ struct BrokerTests {
     let retry = try await broker.publish("t", [card("a", 1)], key: "k1")
     #expect(retry.replayed == true && retry.firstOffset == first.firstOffset)
     #expect(broker.state.withLock { $0.topics["t"]!.tombstoneCount } == 1)
+  }
+
+  /// A count limit set below 1, given to the initializer or set later, is taken as 1, not a
+  /// crash (a range of 1 to 0) nor a subscription that never moves on (updates of no change).
+  @Test func countLimitsBelowOneAreTakenAsOne() async throws {
+    var configuration = BrokerConfiguration(maxChangesPerUpdate: 0, maxChangesPerPublish: -3, nowMillis: clock.function)
+    configuration.maxTopicsPerSubscription = 0
+    #expect((configuration.maxChangesPerUpdate, configuration.maxChangesPerPublish, configuration.maxTopicsPerSubscription) == (1, 1, 1))
+    let broker = try await Broker(storage: InMemoryBrokerStorage(), configuration: configuration)
+    let subscription = try broker.subscribe("t")
+    _ = try await broker.nextUpdates(for: subscription)  // the empty snapshot
+    try await broker.publish("t", [card("a", 1)])
+    try await broker.publish("t", [card("b", 1)])
+    await expectStatus(.invalidArgument) { try await broker.publish("t", [card("c", 1), card("d", 1)]) }
+    await expectStatus(.invalidArgument) {
+      try broker.subscribe(SubscribeRequest(topics: [TopicPosition(topic: "t"), TopicPosition(topic: "u")]), for: reader)
+    }
+    #expect(try await broker.nextUpdates(for: subscription).map { $0.changes.map(\.cardID) } == [["a"]])
+    #expect(try await broker.nextUpdates(for: subscription).map { $0.changes.map(\.cardID) } == [["b"]])
   }
 
   /// A negative idempotency window, however long, counts as none: a key is forgotten as soon
