@@ -126,11 +126,7 @@ public final class Broker: Sendable {
     }
     for position in request.topics { try Self.authorizeRead(position.topic, principal) }
     let now = configuration.nowMillis()
-    try admission.admit(nowMillis: now)
-    let subscription = Subscription(
-      principal: principal, maxQueuedChanges: configuration.maxQueuedChangesPerSubscription, nowMillis: now)
-    let id = ObjectIdentifier(subscription)
-    try state.withLock { state throws(RPCError) in
+    return try state.withLock { state throws(RPCError) in
       guard !state.isShutDown else {
         throw RPCError(code: .unavailable, message: "the broker is shutting down", retryAfterMillis: 1000)
       }
@@ -139,6 +135,12 @@ public final class Broker: Sendable {
       guard limit == 0 || held < limit else {
         throw RPCError(code: .resourceExhausted, message: "subject \"\(principal.subject)\" already holds \(limit) subscriptions")
       }
+      // Last: a token is spent only on a subscribe that is admitted, and a refused one makes no
+      // subscription. (The limiter's lock is taken under this one, and takes no other.)
+      try admission.admit(nowMillis: now)
+      let subscription = Subscription(
+        principal: principal, maxQueuedChanges: configuration.maxQueuedChangesPerSubscription, nowMillis: now)
+      let id = ObjectIdentifier(subscription)
       state.subscriptionsPerSubject[principal.subject] = held + 1
       for position in request.topics {
         let topic = Self.topic(position.topic, in: &state)
@@ -156,8 +158,8 @@ public final class Broker: Sendable {
       }
       state.subscriptions[id] = subscription
       configuration.metrics.subscriptions.record(state.subscriptions.count)
+      return subscription
     }
-    return subscription
   }
 
   /// The next updates `subscription` should send, waiting until there are some.

@@ -682,6 +682,23 @@ struct BrokerTests {
     clock.advance(by: .milliseconds(334))
     _ = try broker.subscribe("t")
   }
+
+  /// A subscribe refused for another reason (its subject holds its subscriptions already, the
+  /// broker is shutting down) spends none of the admission rate: the next one is admitted.
+  @Test func aSubscribeRefusedForAnotherReasonSpendsNoAdmission() async throws {
+    let broker = try await makeBroker {
+      $0.maxSubscribesPerSecond = 2
+      $0.maxSubscriptionsPerSubject = 1
+    }
+    let request = SubscribeRequest(topics: [TopicPosition(topic: "t")])
+    _ = try broker.subscribe(request, for: reader)
+    await expectStatus(.resourceExhausted) { try broker.subscribe(request, for: reader) }
+    _ = try broker.subscribe(request, for: Principal(subject: "other", role: .subscriber, topics: ["*"], expiresAtMillis: .max))
+    clock.advance(by: .seconds(1))  // two tokens again
+    broker.shutDown()
+    for _ in 0..<2 { await expectStatus(.unavailable) { try broker.subscribe(request, for: reader) } }
+    try broker.admission.admit(nowMillis: clock.now)  // both tokens are there
+  }
 }
 
 /// A publish's waiter that hands the answer to a closure.
