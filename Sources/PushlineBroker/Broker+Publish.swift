@@ -236,7 +236,10 @@ extension Broker {
         code: .unavailable, message: "the publish could not be stored: \(error)", retryAfterMillis: 1000)
       let failed = intake.withLock { intake in
         defer { intake.committing = [] }
-        intake.failedPrunes += batch.prunes
+        for prune in batch.prunes {
+          intake.failedPrunes[prune.topic, default: TombstonePrune(topic: prune.topic, tombstones: [], floorOffset: 0)]
+            .formUnion(prune)
+        }
         return intake.committing
       }
       for publish in failed { publish.fail(failure) }
@@ -257,8 +260,8 @@ extension Broker {
       }
       var prunes = intake.pendingPrunes
       if !intake.pending.isEmpty {
-        prunes += intake.failedPrunes
-        intake.failedPrunes = []
+        prunes += intake.failedPrunes.values
+        intake.failedPrunes = [:]
       }
       defer {
         intake.pending = []

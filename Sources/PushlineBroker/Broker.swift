@@ -44,9 +44,10 @@ public final class Broker: Sendable {
     /// The publishes of the commit under way: a retry of one joins it here, as one of its retries.
     var committing: [PendingPublish] = []
     var pendingPrunes: [TombstonePrune] = []
-    /// The prunes of a commit that failed: they go with the next commit that carries a
-    /// publish (alone, they would be retried in a loop for as long as storage fails).
-    var failedPrunes: [TombstonePrune] = []
+    /// The prunes of commits that failed, merged per topic (the age prune retried every minute
+    /// of an outage adds to its topic's, not a copy): they go with the next commit that carries
+    /// a publish (alone, they would be retried in a loop for as long as storage fails).
+    var failedPrunes: [String: TombstonePrune] = [:]
     var isCommitting = false
     var publishRecords: [PublishRecordKey: PublishRecord] = [:]
     var lastRecordCleanupMillis: Int64 = 0

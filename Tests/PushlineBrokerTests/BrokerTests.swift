@@ -536,6 +536,39 @@ struct BrokerTests {
     #expect(broker.state.withLock { $0.topics["t"]!.floorOffset } == 34)
   }
 
+  /// Through a storage outage the age prune is tried every minute, and fails every minute: a
+  /// topic's failed prunes are merged — the union of their tombstones, the highest floor —
+  /// not kept one per minute, and go with the first publish once storage is back.
+  @Test(.timeLimit(.minutes(1))) func failedPrunesOfATopicAreMergedNotPiledUp() async throws {
+    let storage = CountingStorage()
+    let broker = try await Broker(
+      storage: storage, configuration: BrokerConfiguration(maxTombstoneAge: .seconds(60), nowMillis: clock.function))
+    try await broker.publish("t", [card("a", 1), card("b", 1), card("c", 1)])
+    try await broker.publish("t", [], removing: ["a"])  // at 0 s
+    clock.advance(by: .seconds(30))
+    let removal = try await broker.publish("t", [], removing: ["b"])  // at 30 s
+    storage.failing.withLock { $0 = true }
+    for minute in 1...5 {
+      clock.advance(by: .seconds(60))
+      broker.tick()  // at 90 s a's prune; from 150 s on a's and b's
+      while storage.failures.withLock({ $0 }) < minute { await Task.yield() }
+    }
+    #expect(broker.intake.withLock { $0.failedPrunes.count } == 1)
+    storage.failing.withLock { $0 = false }
+    try await broker.publish("u", [card("x", 1)])
+    #expect(broker.state.withLock { $0.topics["t"]!.floorOffset } == removal.lastOffset)
+    #expect(broker.state.withLock { $0.topics["t"]!.records.keys.sorted() } == ["c"])
+  }
+
+  /// Two prunes of a topic merged prune every tombstone of either, a card's later removal
+  /// when both name it, and set the higher floor.
+  @Test func mergedPrunesDoWhatBothWould() {
+    var prune = TombstonePrune(topic: "t", tombstones: [("a", 4), ("b", 6)], floorOffset: 6)
+    prune.formUnion(TombstonePrune(topic: "t", tombstones: [("c", 2), ("a", 9)], floorOffset: 9))
+    #expect(prune.tombstones.map(\.cardID) == ["c", "b", "a"] && prune.tombstones.map(\.offset) == [2, 6, 9])
+    #expect(prune.floorOffset == 9)
+  }
+
   @Test(arguments: [
     (PublishRequest(topic: "bad topic", changes: [CardChange(upserting: card("a", 1))]), StatusCode.invalidArgument),
     (PublishRequest(topic: "t", changes: []), .invalidArgument),
