@@ -48,8 +48,8 @@ extension Broker {
     let window = configuration.idempotencyWindowMillis
     enum Next { case answered(PublishResponse), queued, commit }
     let next = intake.withLock { intake -> Next in
-      if let key = request.idempotencyKey {
-        if let record = intake.publishRecords[PublishRecordKey(topic: request.topic, key: key)],
+      if let key = request.idempotencyKey.map({ PublishRecordKey(topic: request.topic, key: $0) }) {
+        if let record = intake.publishRecords[key],
           record.committedAtMillis >= now - window
         {
           var response = PublishResponse(epoch: record.epoch, firstOffset: record.firstOffset, lastOffset: record.lastOffset)
@@ -57,11 +57,7 @@ extension Broker {
           return .answered(response)
         }
         // A retry of a publish not yet committed waits for the original's answer.
-        if Self.join(key, topic: request.topic, completion, in: &intake.pending)
-          || Self.join(key, topic: request.topic, completion, in: &intake.committing)
-        {
-          return .queued
-        }
+        if intake.publishes.join(key, completion) { return .queued }
       }
       // A topic published to for the first time since the start: its epoch and top offset
       // come from the topics (the only time a publish takes their lock).
@@ -76,7 +72,7 @@ extension Broker {
         CardRecord(cardID: change.cardID, offset: first + Int64(index), card: change.card, changedAtMillis: now)
       }
       intake.heads[request.topic] = (head.epoch, first + Int64(records.count) - 1)
-      intake.pending.append(
+      intake.publishes.append(
         PendingPublish(
           topic: request.topic, epoch: head.epoch, records: records, idempotencyKey: request.idempotencyKey,
           completion: completion))
@@ -89,17 +85,6 @@ extension Broker {
     case .queued: break
     case .commit: Task(executorPreference: executor) { await self.commitPending() }
     }
-  }
-
-  /// Adds `completion` as a retry's waiter to the publish of `topic` with idempotency key
-  /// `key` among `publishes`, if there is one.
-  private static func join(
-    _ key: String, topic: String, _ completion: any PublishCompletion,
-    in publishes: inout [PendingPublish]
-  ) -> Bool {
-    guard let index = publishes.firstIndex(where: { $0.topic == topic && $0.idempotencyKey == key }) else { return false }
-    publishes[index].retries.append(completion)
-    return true
   }
 
   private func validate(_ request: EncodedPublishRequest, _ principal: Principal) throws(RPCError) {
@@ -235,12 +220,11 @@ extension Broker {
       let failure = RPCError(
         code: .unavailable, message: "the publish could not be stored: \(error)", retryAfterMillis: 1000)
       let failed = intake.withLock { intake in
-        defer { intake.committing = [] }
         for prune in batch.prunes {
           intake.failedPrunes[prune.topic, default: TombstonePrune(topic: prune.topic, tombstones: [], floorOffset: 0)]
             .formUnion(prune)
         }
-        return intake.committing
+        return intake.publishes.finishCommitting()
       }
       for publish in failed { publish.fail(failure) }
       return
@@ -254,21 +238,17 @@ extension Broker {
     let now = configuration.nowMillis()
     let window = configuration.idempotencyWindowMillis
     let taken = intake.withLock { intake -> (publishes: [PendingPublish], prunes: [TombstonePrune], forgets: Bool)? in
-      guard !intake.pending.isEmpty || !intake.pendingPrunes.isEmpty else {
+      guard !intake.publishes.pending.isEmpty || !intake.pendingPrunes.isEmpty else {
         intake.isCommitting = false
         return nil
       }
       var prunes = intake.pendingPrunes
-      if !intake.pending.isEmpty {
+      if !intake.publishes.pending.isEmpty {
         prunes += intake.failedPrunes.values
         intake.failedPrunes = [:]
       }
-      defer {
-        intake.pending = []
-        intake.pendingPrunes = []
-      }
-      intake.committing = intake.pending
-      return (intake.pending, prunes, now - intake.lastRecordCleanupMillis >= window / 10)
+      defer { intake.pendingPrunes = [] }
+      return (intake.publishes.startCommitting(), prunes, now - intake.lastRecordCleanupMillis >= window / 10)
     }
     guard let (publishes, prunes, forgets) = taken else { return nil }
     var batch = StorageBatch()
@@ -363,8 +343,7 @@ extension Broker {
         intake.publishRecords[PublishRecordKey(topic: record.topic, key: record.key)] = record
       }
       intake.pendingPrunes += prunes
-      defer { intake.committing = [] }
-      return intake.committing
+      return intake.publishes.finishCommitting()
     }
     // Per topic, the whole batch's changes in offset order: one enqueue and one wake per
     // subscriber per commit, however many publishes the commit grouped.

@@ -40,9 +40,9 @@ public final class Broker: Sendable {
     /// Per topic published to: its epoch and the last offset handed out (committed or not);
     /// offsets are never reused, even after a failed commit.
     var heads: [String: (epoch: Int64, lastAssigned: Int64)] = [:]
-    var pending: [PendingPublish] = []
-    /// The publishes of the commit under way: a retry of one joins it here, as one of its retries.
-    var committing: [PendingPublish] = []
+    /// The publishes waiting for a commit or being committed: a retry of one joins it there, as
+    /// one of its retries.
+    var publishes = InFlightPublishes()
     var pendingPrunes: [TombstonePrune] = []
     /// The prunes of commits that failed, merged per topic (the age prune retried every minute
     /// of an outage adds to its topic's, not a copy): they go with the next commit that carries

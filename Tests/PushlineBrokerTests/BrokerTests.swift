@@ -324,7 +324,7 @@ struct BrokerTests {
       group.addTask { (false, try await broker.publish("t", [card("a", 1)], key: "k1")) }
       while storage.heldCount < 1 { await Task.yield() }
       group.addTask { (true, try await broker.publish("t", [card("a", 1)], key: "k1")) }
-      while broker.intake.withLock({ $0.committing.first?.retries.count }) != 1 { await Task.yield() }
+      while broker.intake.withLock({ $0.publishes.committing.first?.retries.count }) != 1 { await Task.yield() }
       storage.release()
       let answers = try await group.reduce(into: [Bool: PublishResponse]()) { $0[$1.0] = $1.1 }
       return (answers[false]!, answers[true]!)
@@ -333,6 +333,36 @@ struct BrokerTests {
     #expect(retry.replayed == true && retry.firstOffset == 1 && retry.lastOffset == 1)
     #expect(broker.state.withLock { $0.topics["t"]!.topOffset } == 1)
     #expect(storage.commits.withLock { $0 } == 1)
+  }
+
+  /// A retry arriving while its original waits for the next commit joins it there too; and
+  /// the index of the keys in flight follows the publishes, from waiting to committing to
+  /// answered: it holds each once, and none once they are answered, so that a retry after a
+  /// failed commit is a publish anew.
+  @Test(.timeLimit(.minutes(1))) func aRetryJoinsItsOriginalWaitingForACommitAndKeysInFlightAreIndexed() async throws {
+    let storage = CountingStorage()
+    storage.holdCommits()
+    let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+    let keysInFlight = { broker.intake.withLock { $0.publishes.keyCount } }
+    let answers = try await withThrowingTaskGroup(of: (String, PublishResponse).self) { group in
+      group.addTask { ("k0", try await broker.publish("t", [card("c0", 1)], key: "k0")) }
+      while storage.heldCount < 1 { await Task.yield() }
+      for index in 1...100 { group.addTask { ("k\(index)", try await broker.publish("t", [card("c\(index)", 1)], key: "k\(index)")) } }
+      while broker.intake.withLock({ $0.publishes.pending.count }) < 100 { await Task.yield() }
+      group.addTask { ("retry", try await broker.publish("t", [card("c50", 1)], key: "k50")) }
+      while !broker.intake.withLock({ $0.publishes.pending.contains { !$0.retries.isEmpty } }) { await Task.yield() }
+      #expect(keysInFlight() == 101)
+      storage.release()
+      return try await group.reduce(into: [String: PublishResponse]()) { $0[$1.0] = $1.1 }
+    }
+    #expect(answers["k50"]?.replayed == nil && answers["retry"]?.replayed == true)
+    #expect(answers["retry"]?.firstOffset == answers["k50"]?.firstOffset && answers["retry"]?.epoch == answers["k50"]?.epoch)
+    #expect(broker.state.withLock { $0.topics["t"]!.topOffset } == 101 && keysInFlight() == 0)
+    storage.failing.withLock { $0 = true }
+    await expectStatus(.unavailable) { try await broker.publish("t", [card("x", 1)], key: "x") }
+    #expect(keysInFlight() == 0)
+    storage.failing.withLock { $0 = false }
+    #expect(try await broker.publish("t", [card("x", 1)], key: "x").replayed == nil)
   }
 
   /// While a commit is under way (held by the storage), 199 publishes queue; they share the
@@ -348,7 +378,7 @@ struct BrokerTests {
       group.addTask { try await broker.publish("t0", [card("c0", 1)]) }
       while storage.heldCount < 1 { await Task.yield() }
       for index in 1..<200 { group.addTask { try await broker.publish("t\(index % 4)", [card("c\(index)", 1)]) } }
-      while broker.intake.withLock({ $0.pending.count }) < 199 { await Task.yield() }
+      while broker.intake.withLock({ $0.publishes.pending.count }) < 199 { await Task.yield() }
       storage.release()
       return try await group.reduce(into: []) { $0.append($1) }
     }
@@ -594,7 +624,7 @@ struct BrokerTests {
   func badPublishesAreRefused(_ request: PublishRequest, code: StatusCode) async throws {
     let broker = try await makeBroker()
     await expectStatus(code) { try await broker.publish(request, for: publisher) }
-    #expect(broker.intake.withLock { $0.pending.isEmpty })
+    #expect(broker.intake.withLock { $0.publishes.pending.isEmpty })
     #expect(broker.state.withLock { $0.topics.values.allSatisfy { $0.topOffset == 0 } })
   }
 
