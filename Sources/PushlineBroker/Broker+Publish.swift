@@ -49,9 +49,7 @@ extension Broker {
     enum Next { case answered(PublishResponse), queued, commit }
     let next = intake.withLock { intake -> Next in
       if let key = request.idempotencyKey.map({ PublishRecordKey(topic: request.topic, key: $0) }) {
-        if let record = intake.publishRecords[key],
-          record.committedAtMillis >= now - window
-        {
+        if let record = intake.publishRecords.record(of: key, committedSince: now - window) {
           var response = PublishResponse(epoch: record.epoch, firstOffset: record.firstOffset, lastOffset: record.lastOffset)
           response.replayed = true
           return .answered(response)
@@ -237,7 +235,7 @@ extension Broker {
   private func takePendingBatch() -> (StorageBatch, [PendingPublish])? {
     let now = configuration.nowMillis()
     let window = configuration.idempotencyWindowMillis
-    let taken = intake.withLock { intake -> (publishes: [PendingPublish], prunes: [TombstonePrune], forgets: Bool)? in
+    let taken = intake.withLock { intake -> (publishes: [PendingPublish], prunes: [TombstonePrune])? in
       guard !intake.publishes.pending.isEmpty || !intake.pendingPrunes.isEmpty else {
         intake.isCommitting = false
         return nil
@@ -248,9 +246,9 @@ extension Broker {
         intake.failedPrunes = [:]
       }
       defer { intake.pendingPrunes = [] }
-      return (intake.publishes.startCommitting(), prunes, now - intake.lastRecordCleanupMillis >= window / 10)
+      return (intake.publishes.startCommitting(), prunes)
     }
-    guard let (publishes, prunes, forgets) = taken else { return nil }
+    guard let (publishes, prunes) = taken else { return nil }
     var batch = StorageBatch()
     batch.topics.reserveCapacity(publishes.count)
     var topicIndex: [String: Int] = [:]
@@ -273,9 +271,15 @@ extension Broker {
       }
     }
     batch.prunes = prunes
-    if forgets { batch.forgetPublishRecordsBeforeMillis = now - window }
+    batch.forgetPublishRecordsBeforeMillis = now - window
+    batch.maxPublishRecordsToForget = max(Self.publishRecordsForgottenPerCommit, 2 * batch.publishRecords.count)
     return (batch, publishes)
   }
+
+  /// The fewest expired idempotency records a commit forgets, in memory and in storage, when
+  /// there are that many: a few at a time, so that no commit pays for a minute's worth. A commit
+  /// that records more forgets twice as many as it records, so forgetting keeps up with any rate.
+  static let publishRecordsForgottenPerCommit = 1024
 
   /// `records` (in offset order) without those a later record of the same card supersedes:
   /// what a queue holds after taking them one by one, since a newer version replaces an older
@@ -336,12 +340,9 @@ extension Broker {
     }
     let committed = intake.withLock { intake in
       if let cutoff = batch.forgetPublishRecordsBeforeMillis {
-        intake.publishRecords = intake.publishRecords.filter { $0.value.committedAtMillis >= cutoff }
-        intake.lastRecordCleanupMillis = now
+        intake.publishRecords.forget(committedBefore: cutoff, atMost: batch.maxPublishRecordsToForget)
       }
-      for record in batch.publishRecords {
-        intake.publishRecords[PublishRecordKey(topic: record.topic, key: record.key)] = record
-      }
+      for record in batch.publishRecords { intake.publishRecords.insert(record) }
       intake.pendingPrunes += prunes
       return intake.publishes.finishCommitting()
     }

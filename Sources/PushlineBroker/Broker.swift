@@ -49,8 +49,7 @@ public final class Broker: Sendable {
     /// a publish (alone, they would be retried in a loop for as long as storage fails).
     var failedPrunes: [String: TombstonePrune] = [:]
     var isCommitting = false
-    var publishRecords: [PublishRecordKey: PublishRecord] = [:]
-    var lastRecordCleanupMillis: Int64 = 0
+    var publishRecords = PublishRecords()
     /// When every topic was last looked at for tombstones past the maximum age.
     var lastAgePruneMillis: Int64?
   }
@@ -78,10 +77,7 @@ public final class Broker: Sendable {
     for topic in try await storage.loadTopics() { state.topics[topic.name] = topic }
     let now = configuration.nowMillis()
     var intake = Intake()
-    for record in try await storage.loadPublishRecords(sinceMillis: now - configuration.idempotencyWindowMillis) {
-      intake.publishRecords[PublishRecordKey(topic: record.topic, key: record.key)] = record
-    }
-    intake.lastRecordCleanupMillis = now
+    intake.publishRecords = PublishRecords(try await storage.loadPublishRecords(sinceMillis: now - configuration.idempotencyWindowMillis))
     self.state = Mutex(state)
     self.intake = Mutex(intake)
     admission = AdmissionLimiter(

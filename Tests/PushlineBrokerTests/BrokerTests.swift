@@ -305,6 +305,29 @@ struct BrokerTests {
     #expect(try await broker.nextUpdates(for: subscription).map { $0.changes.map(\.cardID) } == [["b"]])
   }
 
+  /// Expired idempotency records are forgotten a bounded number per commit, oldest first, not
+  /// all at once; a record lives the whole window, to the millisecond; and a key recorded again
+  /// once its record expired keeps its new record when the old one's turn to go comes.
+  @Test func expiredIdempotencyRecordsAreForgottenAFewPerCommit() async throws {
+    let broker = try await makeBroker { $0.idempotencyWindow = .seconds(10) }
+    let records = { broker.intake.withLock { $0.publishRecords.count } }
+    let perCommit = Broker.publishRecordsForgottenPerCommit
+    for index in 0..<(2 * perCommit) { try await broker.publish("t", [card("c", index)], key: "k\(index)") }
+    try await broker.publish("t", [card("a", 1)], key: "again")
+    clock.advance(by: .seconds(10))
+    #expect(try await broker.publish("t", [card("c", 0)], key: "k0").replayed == true)  // at the window's end
+    clock.advance(by: .milliseconds(1))
+    let again = try await broker.publish("t", [card("a", 2)], key: "again")
+    #expect(again.replayed == nil && again.firstOffset == Int64(2 * perCommit) + 2)
+    #expect(records() == perCommit + 1)  // k0… forgotten by that commit, "again" recorded anew
+    try await broker.publish("t", [card("b", 1)])
+    #expect(records() == 1)
+    try await broker.publish("t", [card("b", 2)])  // forgets the first record of "again"
+    #expect(records() == 1)
+    let retry = try await broker.publish("t", [card("a", 2)], key: "again")
+    #expect(retry.replayed == true && retry.firstOffset == again.firstOffset)
+  }
+
   /// A negative idempotency window, however long, counts as none: a key is forgotten as soon
   /// as the clock moves on.
   @Test func aNegativeIdempotencyWindowCountsAsNone() async throws {

@@ -107,6 +107,36 @@ struct SQLiteBrokerStorageTests {
     #expect(cards.map(\.cardID) == ["b", "a"] && last == card("a", 4500))
   }
 
+  /// Expired idempotency records are deleted from storage a bounded number per commit, oldest
+  /// first, not all at once; one within the window stays, and answers a retry after a restart.
+  @Test func expiredPublishRecordsAreDeletedAFewPerCommit() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let configuration = BrokerConfiguration(idempotencyWindow: .seconds(10), nowMillis: clock.function)
+    func rows() throws -> Int {
+      try Self.databaseQueue(directory + "/broker.sqlite").read { try Int.fetchOne($0, sql: "SELECT count(*) FROM publishRecord") ?? -1 }
+    }
+    let perCommit = Broker.publishRecordsForgottenPerCommit
+    let young: PublishResponse
+    do {
+      let broker = try await Broker(storage: try SQLiteBrokerStorage(directory: directory), configuration: configuration)
+      try await withThrowingTaskGroup(of: Void.self) { group in  // in a few group commits
+        for index in 0..<(perCommit + 500) {
+          group.addTask { try await broker.publish("t", [card("c\(index)", 1)], key: "k\(index)") }
+        }
+        try await group.waitForAll()
+      }
+      #expect(try rows() == perCommit + 500)
+      clock.advance(by: .seconds(11))
+      young = try await broker.publish("t", [card("y", 1)], key: "young")
+      #expect(try rows() == 500 + 1)
+      try await broker.publish("t", [card("y", 2)])
+      #expect(try rows() == 1)
+    }
+    let restarted = try await Broker(storage: try SQLiteBrokerStorage(directory: directory), configuration: configuration)
+    let retry = try await restarted.publish("t", [card("y", 1)], key: "young")
+    #expect(retry.replayed == true && retry.firstOffset == young.firstOffset)
+  }
+
   /// A removed card whose tombstone is pruned stays removed across a restart, though its
   /// older versions are still stored (deleted with the next collection): neither they nor the
   /// tombstone, below the floor, come back.
