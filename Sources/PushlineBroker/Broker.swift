@@ -38,7 +38,8 @@ public final class Broker: Sendable {
   /// deduplicated.
   struct Intake {
     /// Per topic published to: its epoch and the last offset handed out (committed or not);
-    /// offsets are never reused, even after a failed commit.
+    /// no offset is given twice while the broker runs, even after a failed commit. (Not stored:
+    /// a restart goes on from the last offset committed, PROTOCOL.md 3.1.)
     var heads: [String: (epoch: Int64, lastAssigned: Int64)] = [:]
     /// The publishes waiting for a commit or being committed: a retry of one joins it there, as
     /// one of its retries.

@@ -187,6 +187,28 @@ struct SQLiteBrokerStorageTests {
     #expect(decoded == ["x": card("x", 3), "y": card("y", 1), "z": card("z", SQLiteBrokerStorage.collectionThreshold + 10)])
   }
 
+  /// A broker restarted on its storage goes on from the last offset committed: it gives again
+  /// the offsets of a publish whose write failed just before — no one was told of them, the
+  /// publish was refused and nothing delivered — and never an acknowledged one (PROTOCOL.md 3.1).
+  @Test func aRestartGivesAgainOnlyTheOffsetsOfAFailedWrite() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let first: PublishResponse
+    do {
+      let broker = try await open()
+      first = try await broker.publish("t", [card("a", 1)])
+      try await Self.databaseQueue(directory + "/broker.sqlite").write { db in
+        try db.execute(sql: "CREATE TRIGGER boom BEFORE INSERT ON cardVersion WHEN NEW.cardID = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END")
+      }
+      await #expect(throws: RPCError.self) { try await broker.publish("t", [card("boom", 1)]) }
+    }
+    let broker = try await open()
+    let resumed = try broker.subscribe("t", epoch: first.epoch, offset: first.lastOffset)
+    let next = try await broker.publish("t", [card("b", 1)])
+    #expect(next.epoch == first.epoch && next.firstOffset == first.lastOffset + 1)
+    let updates = try resumed.takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now) ?? []
+    #expect(updates.flatMap(\.changes).map(\.cardID) == ["b"])
+  }
+
   /// A data directory written before cards were stored as versions (a `card` table keyed by
   /// topic and card) opens with its cards, offsets and tombstones.
   @Test func aDatabaseFromBeforeCardVersionsOpensWithItsCards() async throws {
