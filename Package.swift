@@ -130,6 +130,7 @@ let package = Package(
       dependencies: [
         "PushlineBroker", "PushlineRPC", "PushlineRPCNIO", "PushlineSchema", "PushlineTesting", "PushlineWire",
         .product(name: "GRDB", package: "GRDB.swift"),
+        .product(name: "JWTKit", package: "jwt-kit"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "MetricsTestKit", package: "swift-metrics"),
       ],

@@ -9,7 +9,7 @@ extension Broker {
   /// are durable. Publishes arriving while a commit runs are committed together in the next
   /// one (group commit), so durability costs one storage write per burst, not per publish.
   ///
-  /// - Throws: INVALID_ARGUMENT for a bad topic name, an idempotency key with a NUL byte, no or
+  /// - Throws: INVALID_ARGUMENT for a bad topic name, an empty idempotency key or one with a NUL byte, no or
   ///   too many changes, an empty cardID or one with a NUL byte, a card twice,
   ///   a card whose cardID differs from its change's, a card without a required field;
   ///   PERMISSION_DENIED when `principal` may not publish there; UNAVAILABLE (retry, with the
@@ -48,20 +48,14 @@ extension Broker {
     let window = configuration.idempotencyWindowMillis
     enum Next { case answered(PublishResponse), queued, commit }
     let next = intake.withLock { intake -> Next in
-      if let key = request.idempotencyKey {
-        if let record = intake.publishRecords[PublishRecordKey(topic: request.topic, key: key)],
-          record.committedAtMillis >= now - window
-        {
+      if let key = request.idempotencyKey.map({ PublishRecordKey(topic: request.topic, key: $0) }) {
+        if let record = intake.publishRecords.record(of: key, committedSince: now - window) {
           var response = PublishResponse(epoch: record.epoch, firstOffset: record.firstOffset, lastOffset: record.lastOffset)
           response.replayed = true
           return .answered(response)
         }
         // A retry of a publish not yet committed waits for the original's answer.
-        if Self.join(key, topic: request.topic, completion, in: &intake.pending)
-          || Self.join(key, topic: request.topic, completion, in: &intake.committing)
-        {
-          return .queued
-        }
+        if intake.publishes.join(key, completion) { return .queued }
       }
       // A topic published to for the first time since the start: its epoch and top offset
       // come from the topics (the only time a publish takes their lock).
@@ -76,7 +70,7 @@ extension Broker {
         CardRecord(cardID: change.cardID, offset: first + Int64(index), card: change.card, changedAtMillis: now)
       }
       intake.heads[request.topic] = (head.epoch, first + Int64(records.count) - 1)
-      intake.pending.append(
+      intake.publishes.append(
         PendingPublish(
           topic: request.topic, epoch: head.epoch, records: records, idempotencyKey: request.idempotencyKey,
           completion: completion))
@@ -91,17 +85,6 @@ extension Broker {
     }
   }
 
-  /// Adds `completion` as a retry's waiter to the publish of `topic` with idempotency key
-  /// `key` among `publishes`, if there is one.
-  private static func join(
-    _ key: String, topic: String, _ completion: any PublishCompletion,
-    in publishes: inout [PendingPublish]
-  ) -> Bool {
-    guard let index = publishes.firstIndex(where: { $0.topic == topic && $0.idempotencyKey == key }) else { return false }
-    publishes[index].retries.append(completion)
-    return true
-  }
-
   private func validate(_ request: EncodedPublishRequest, _ principal: Principal) throws(RPCError) {
     try TopicName.validate(request.topic)
     guard principal.mayPublish else {
@@ -110,8 +93,12 @@ extension Broker {
     guard principal.covers(request.topic) else {
       throw RPCError(code: .permissionDenied, message: "the token does not cover topic \"\(request.topic)\"")
     }
-    // Kept by SQLite storage as a key, like a cardID (see below).
+    // Kept by SQLite storage as a key, like a cardID (see below). An empty key would make every
+    // later publish to the topic that sends one a replay of the first.
     if let key = request.idempotencyKey {
+      guard !key.isEmpty else {
+        throw RPCError(code: .invalidArgument, message: "an empty idempotencyKey: send none, or 1 to \(Self.maxKeySize) bytes")
+      }
       guard !key.utf8.contains(0) else {
         throw RPCError(code: .invalidArgument, message: "the idempotencyKey contains a NUL byte")
       }
@@ -231,9 +218,11 @@ extension Broker {
       let failure = RPCError(
         code: .unavailable, message: "the publish could not be stored: \(error)", retryAfterMillis: 1000)
       let failed = intake.withLock { intake in
-        defer { intake.committing = [] }
-        intake.failedPrunes += batch.prunes
-        return intake.committing
+        for prune in batch.prunes {
+          intake.failedPrunes[prune.topic, default: TombstonePrune(topic: prune.topic, tombstones: [], floorOffset: 0)]
+            .formUnion(prune)
+        }
+        return intake.publishes.finishCommitting()
       }
       for publish in failed { publish.fail(failure) }
       return
@@ -246,24 +235,20 @@ extension Broker {
   private func takePendingBatch() -> (StorageBatch, [PendingPublish])? {
     let now = configuration.nowMillis()
     let window = configuration.idempotencyWindowMillis
-    let taken = intake.withLock { intake -> (publishes: [PendingPublish], prunes: [TombstonePrune], forgets: Bool)? in
-      guard !intake.pending.isEmpty || !intake.pendingPrunes.isEmpty else {
+    let taken = intake.withLock { intake -> (publishes: [PendingPublish], prunes: [TombstonePrune])? in
+      guard !intake.publishes.pending.isEmpty || !intake.pendingPrunes.isEmpty else {
         intake.isCommitting = false
         return nil
       }
       var prunes = intake.pendingPrunes
-      if !intake.pending.isEmpty {
-        prunes += intake.failedPrunes
-        intake.failedPrunes = []
+      if !intake.publishes.pending.isEmpty {
+        prunes += intake.failedPrunes.values
+        intake.failedPrunes = [:]
       }
-      defer {
-        intake.pending = []
-        intake.pendingPrunes = []
-      }
-      intake.committing = intake.pending
-      return (intake.pending, prunes, now - intake.lastRecordCleanupMillis >= window / 10)
+      defer { intake.pendingPrunes = [] }
+      return (intake.publishes.startCommitting(), prunes)
     }
-    guard let (publishes, prunes, forgets) = taken else { return nil }
+    guard let (publishes, prunes) = taken else { return nil }
     var batch = StorageBatch()
     batch.topics.reserveCapacity(publishes.count)
     var topicIndex: [String: Int] = [:]
@@ -286,9 +271,15 @@ extension Broker {
       }
     }
     batch.prunes = prunes
-    if forgets { batch.forgetPublishRecordsBeforeMillis = now - window }
+    batch.forgetPublishRecordsBeforeMillis = now - window
+    batch.maxPublishRecordsToForget = max(Self.publishRecordsForgottenPerCommit, 2 * batch.publishRecords.count)
     return (batch, publishes)
   }
+
+  /// The fewest expired idempotency records a commit forgets, in memory and in storage, when
+  /// there are that many: a few at a time, so that no commit pays for a minute's worth. A commit
+  /// that records more forgets twice as many as it records, so forgetting keeps up with any rate.
+  static let publishRecordsForgottenPerCommit = 1024
 
   /// `records` (in offset order) without those a later record of the same card supersedes:
   /// what a queue holds after taking them one by one, since a newer version replaces an older
@@ -349,15 +340,11 @@ extension Broker {
     }
     let committed = intake.withLock { intake in
       if let cutoff = batch.forgetPublishRecordsBeforeMillis {
-        intake.publishRecords = intake.publishRecords.filter { $0.value.committedAtMillis >= cutoff }
-        intake.lastRecordCleanupMillis = now
+        intake.publishRecords.forget(committedBefore: cutoff, atMost: batch.maxPublishRecordsToForget)
       }
-      for record in batch.publishRecords {
-        intake.publishRecords[PublishRecordKey(topic: record.topic, key: record.key)] = record
-      }
+      for record in batch.publishRecords { intake.publishRecords.insert(record) }
       intake.pendingPrunes += prunes
-      defer { intake.committing = [] }
-      return intake.committing
+      return intake.publishes.finishCommitting()
     }
     // Per topic, the whole batch's changes in offset order: one enqueue and one wake per
     // subscriber per commit, however many publishes the commit grouped.

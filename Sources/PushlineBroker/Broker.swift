@@ -38,18 +38,19 @@ public final class Broker: Sendable {
   /// deduplicated.
   struct Intake {
     /// Per topic published to: its epoch and the last offset handed out (committed or not);
-    /// offsets are never reused, even after a failed commit.
+    /// no offset is given twice while the broker runs, even after a failed commit. (Not stored:
+    /// a restart goes on from the last offset committed, PROTOCOL.md 3.1.)
     var heads: [String: (epoch: Int64, lastAssigned: Int64)] = [:]
-    var pending: [PendingPublish] = []
-    /// The publishes of the commit under way: a retry of one joins it here, as one of its retries.
-    var committing: [PendingPublish] = []
+    /// The publishes waiting for a commit or being committed: a retry of one joins it there, as
+    /// one of its retries.
+    var publishes = InFlightPublishes()
     var pendingPrunes: [TombstonePrune] = []
-    /// The prunes of a commit that failed: they go with the next commit that carries a
-    /// publish (alone, they would be retried in a loop for as long as storage fails).
-    var failedPrunes: [TombstonePrune] = []
+    /// The prunes of commits that failed, merged per topic (the age prune retried every minute
+    /// of an outage adds to its topic's, not a copy): they go with the next commit that carries
+    /// a publish (alone, they would be retried in a loop for as long as storage fails).
+    var failedPrunes: [String: TombstonePrune] = [:]
     var isCommitting = false
-    var publishRecords: [PublishRecordKey: PublishRecord] = [:]
-    var lastRecordCleanupMillis: Int64 = 0
+    var publishRecords = PublishRecords()
     /// When every topic was last looked at for tombstones past the maximum age.
     var lastAgePruneMillis: Int64?
   }
@@ -77,10 +78,7 @@ public final class Broker: Sendable {
     for topic in try await storage.loadTopics() { state.topics[topic.name] = topic }
     let now = configuration.nowMillis()
     var intake = Intake()
-    for record in try await storage.loadPublishRecords(sinceMillis: now - configuration.idempotencyWindowMillis) {
-      intake.publishRecords[PublishRecordKey(topic: record.topic, key: record.key)] = record
-    }
-    intake.lastRecordCleanupMillis = now
+    intake.publishRecords = PublishRecords(try await storage.loadPublishRecords(sinceMillis: now - configuration.idempotencyWindowMillis))
     self.state = Mutex(state)
     self.intake = Mutex(intake)
     admission = AdmissionLimiter(
@@ -126,11 +124,7 @@ public final class Broker: Sendable {
     }
     for position in request.topics { try Self.authorizeRead(position.topic, principal) }
     let now = configuration.nowMillis()
-    try admission.admit(nowMillis: now)
-    let subscription = Subscription(
-      principal: principal, maxQueuedChanges: configuration.maxQueuedChangesPerSubscription, nowMillis: now)
-    let id = ObjectIdentifier(subscription)
-    try state.withLock { state throws(RPCError) in
+    return try state.withLock { state throws(RPCError) in
       guard !state.isShutDown else {
         throw RPCError(code: .unavailable, message: "the broker is shutting down", retryAfterMillis: 1000)
       }
@@ -139,6 +133,12 @@ public final class Broker: Sendable {
       guard limit == 0 || held < limit else {
         throw RPCError(code: .resourceExhausted, message: "subject \"\(principal.subject)\" already holds \(limit) subscriptions")
       }
+      // Last: a token is spent only on a subscribe that is admitted, and a refused one makes no
+      // subscription. (The limiter's lock is taken under this one, and takes no other.)
+      try admission.admit(nowMillis: now)
+      let subscription = Subscription(
+        principal: principal, maxQueuedChanges: configuration.maxQueuedChangesPerSubscription, nowMillis: now)
+      let id = ObjectIdentifier(subscription)
       state.subscriptionsPerSubject[principal.subject] = held + 1
       for position in request.topics {
         let topic = Self.topic(position.topic, in: &state)
@@ -156,8 +156,8 @@ public final class Broker: Sendable {
       }
       state.subscriptions[id] = subscription
       configuration.metrics.subscriptions.record(state.subscriptions.count)
+      return subscription
     }
-    return subscription
   }
 
   /// The next updates `subscription` should send, waiting until there are some.

@@ -16,15 +16,16 @@ public struct BrokerConfiguration: Sendable {
   /// Changes queued for one subscriber, beyond which a topic's queue is replaced by a
   /// snapshot sent when the subscriber catches up.
   public var maxQueuedChangesPerSubscription: Int
-  /// Changes a single update message carries at most.
-  public var maxChangesPerUpdate: Int
-  /// Changes one publish may carry.
-  public var maxChangesPerPublish: Int
+  /// Changes a single update message carries at most; at least 1 (a smaller value is taken as 1:
+  /// with none, a subscription would never move on).
+  @AtLeastOne public var maxChangesPerUpdate: Int
+  /// Changes one publish may carry; at least 1 (a smaller value is taken as 1).
+  @AtLeastOne public var maxChangesPerPublish: Int
   /// The default of ``maxChangesPerPublish``, the limit docs/PROTOCOL.md 3.2 states: what a
   /// publisher splits a larger set of changes by.
   public static let defaultMaxChangesPerPublish = 10_000
-  /// Topics one subscription may follow.
-  public var maxTopicsPerSubscription: Int
+  /// Topics one subscription may follow; at least 1 (a smaller value is taken as 1).
+  @AtLeastOne public var maxTopicsPerSubscription: Int
   /// Subscriptions one token subject may hold at once (each holds a queue of up to
   /// ``maxQueuedChangesPerSubscription`` changes); past that, RESOURCE_EXHAUSTED. 0 allows any
   /// number, for deployments that share one subject among many readers.

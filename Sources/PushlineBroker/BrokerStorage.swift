@@ -19,8 +19,12 @@ public struct StorageBatch: Sendable {
   public var topics: [TopicChanges] = []
   public var prunes: [TombstonePrune] = []
   public var publishRecords: [PublishRecord] = []
-  /// Idempotency records older than this are deleted.
+  /// Idempotency records committed before this are deleted, the oldest first, at most
+  /// ``maxPublishRecordsToForget`` of them: a few per commit, so that no commit pays for a
+  /// minute's worth. Every record committed at or after it must be kept (PROTOCOL.md 3.2).
   public var forgetPublishRecordsBeforeMillis: Int64?
+  /// How many idempotency records this commit deletes at most.
+  public var maxPublishRecordsToForget = 0
 
   /// An empty batch.
   public init() {}

@@ -10,13 +10,18 @@ public struct Principal: Hashable, Sendable {
   /// When the token stops being valid, in Unix milliseconds; a stream outliving it ends
   /// with UNAUTHENTICATED.
   public var expiresAtMillis: Int64
+  /// When the token starts being valid (its `nbf`), in Unix milliseconds; `.min` for a token
+  /// that does not say. ``TokenAuthority`` refuses it until then, less a minute for clocks'
+  /// skew.
+  public var notBeforeMillis: Int64
 
   /// A principal; ``TokenAuthority`` makes these from tokens.
-  public init(subject: String, role: Role, topics: [String], expiresAtMillis: Int64) {
+  public init(subject: String, role: Role, topics: [String], expiresAtMillis: Int64, notBeforeMillis: Int64 = .min) {
     self.subject = subject
     self.role = role
     self.topics = topics
     self.expiresAtMillis = expiresAtMillis
+    self.notBeforeMillis = notBeforeMillis
   }
 
   /// Whether the token's topic claims cover `topic`.

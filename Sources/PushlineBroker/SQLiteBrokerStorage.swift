@@ -267,8 +267,14 @@ public final class SQLiteBrokerStorage: BrokerStorage {
       try db.execute(
         sql: "UPDATE topic SET floorOffset = max(floorOffset, ?) WHERE name = ?", arguments: [prune.floorOffset, prune.topic])
     }
-    if let cutoff = batch.forgetPublishRecordsBeforeMillis {
-      try db.execute(sql: "DELETE FROM publishRecord WHERE committedAtMillis < ?", arguments: [cutoff])
+    if let cutoff = batch.forgetPublishRecordsBeforeMillis, batch.maxPublishRecordsToForget > 0 {
+      // Found by the index on their age: a commit with nothing to forget looks at one entry.
+      try db.cachedStatement(
+        sql: """
+          DELETE FROM publishRecord WHERE (topic, key) IN (
+            SELECT topic, key FROM publishRecord WHERE committedAtMillis < ? ORDER BY committedAtMillis LIMIT ?)
+          """
+      ).execute(arguments: [cutoff, batch.maxPublishRecordsToForget])
     }
     let remember = try db.cachedStatement(sql: "INSERT OR REPLACE INTO publishRecord VALUES (?, ?, ?, ?, ?, ?)")
     for record in batch.publishRecords {

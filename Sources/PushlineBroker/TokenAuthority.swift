@@ -38,6 +38,9 @@ public final class TokenAuthority: Sendable {
   /// Fewer rejected tokens than verified ones are kept: anyone can make them (each up to a
   /// ClientHello's 16 KiB).
   private static let rejectedLimit = 1_000
+  /// How far ahead of the broker's clock a token's `nbf` may be: the clocks of whoever mints
+  /// tokens and of the broker differ a little.
+  static let notBeforeSkewMillis: Int64 = 60_000
 
   /// An authority for `secret` (at least 32 bytes, as HS256 asks).
   ///
@@ -60,8 +63,9 @@ public final class TokenAuthority: Sendable {
   /// The principal `token` speaks for.
   ///
   /// - Throws: ``RPCError`` UNAUTHENTICATED when there is no token, it does not verify
-  ///   (malformed, bad signature, unknown role) or it has expired — a client should get a new
-  ///   token rather than retry.
+  ///   (malformed, bad signature, unknown role), it has expired or it is not valid yet (its
+  ///   `nbf` more than ``notBeforeSkewMillis`` ahead) — a client should get a new token rather
+  ///   than retry.
   public func authenticate(_ token: String?) async throws(RPCError) -> Principal {
     if let principal = try verifiedPrincipal(token) { return principal }
     let result = await withCheckedContinuation { answer in withPrincipal(of: token) { answer.resume(returning: $0) } }
@@ -95,7 +99,7 @@ public final class TokenAuthority: Sendable {
       return .checks
     }
     switch next {
-    case .verified(let principal): body(unexpired(principal))
+    case .verified(let principal): body(valid(principal))
     case .rejected(let error): body(.failure(error))
     case .waits: break
     case .checks: Task { await check(token) }
@@ -108,12 +112,10 @@ public final class TokenAuthority: Sendable {
     let result: Result<Principal, RPCError>
     do {
       let claims = try await keys.verify(token, as: TokenClaims.self)
-      // An expiry beyond Int64 milliseconds (some 292 million years after 1970) is never; as far before, long past.
-      let expiry = (claims.exp.value.timeIntervalSince1970 * 1000).rounded()
       result = .success(
         Principal(
-          subject: claims.sub.value, role: claims.role, topics: claims.topics,
-          expiresAtMillis: Int64(exactly: expiry) ?? (expiry > 0 ? .max : .min)))
+          subject: claims.sub.value, role: claims.role, topics: claims.topics, expiresAtMillis: Self.millis(claims.exp.value),
+          notBeforeMillis: claims.nbf.map { Self.millis($0.value) } ?? .min))
     } catch {
       result = .failure(RPCError(code: .unauthenticated, message: "the auth token does not verify: \(error)"))
     }
@@ -139,7 +141,7 @@ public final class TokenAuthority: Sendable {
         return []
       }
       guard !waiting.isEmpty else { return }
-      for body in waiting { body(result.flatMap(unexpired)) }
+      for body in waiting { body(result.flatMap(valid)) }
     }
   }
 
@@ -147,7 +149,8 @@ public final class TokenAuthority: Sendable {
   /// signature still has to be checked (``authenticate(_:)`` does that). The hot path of a
   /// connection's calls, which all carry the token verified at its first.
   ///
-  /// - Throws: ``RPCError`` UNAUTHENTICATED when there is no token or it has expired.
+  /// - Throws: ``RPCError`` UNAUTHENTICATED when there is no token, or it has expired or is
+  ///   not valid yet.
   public func verifiedPrincipal(_ token: String?) throws(RPCError) -> Principal? {
     try cached(Self.present(token))
   }
@@ -160,18 +163,35 @@ public final class TokenAuthority: Sendable {
     return token
   }
 
-  /// The principal of `token` if it was verified before, checked for expiry.
+  /// The principal of `token` if it was verified before, checked for its validity in time.
   private func cached(_ token: String) throws(RPCError) -> Principal? {
     guard let principal = tokens.withLock({ $0.principal(of: token) }) else { return nil }
-    return try unexpired(principal).get()
+    return try valid(principal).get()
   }
 
-  /// `principal`, or UNAUTHENTICATED once its token has expired.
-  private func unexpired(_ principal: Principal) -> Result<Principal, RPCError> {
-    guard principal.expiresAtMillis > nowMillis() else {
+  /// `principal`, or UNAUTHENTICATED once its token has expired, or while it is not valid yet
+  /// (checked at each use, as expiry: a token used too early is kept, and taken once its time
+  /// comes).
+  private func valid(_ principal: Principal) -> Result<Principal, RPCError> {
+    let now = nowMillis()
+    guard principal.expiresAtMillis > now else {
       return .failure(RPCError(code: .unauthenticated, message: "the auth token expired; get a new one"))
     }
+    if principal.notBeforeMillis > now {
+      let (ahead, overflows) = principal.notBeforeMillis.subtractingReportingOverflow(now)
+      guard !overflows, ahead <= Self.notBeforeSkewMillis else {
+        return .failure(
+          RPCError(code: .unauthenticated, message: "the auth token is not valid until \(principal.notBeforeMillis) ms (its nbf); check the clocks"))
+      }
+    }
     return .success(principal)
+  }
+
+  /// `date` in Unix milliseconds; a date beyond `Int64` milliseconds (some 292 million years
+  /// after 1970) is the end of time, as far before, its start.
+  private static func millis(_ date: Date) -> Int64 {
+    let millis = (date.timeIntervalSince1970 * 1000).rounded()
+    return Int64(exactly: millis) ?? (millis > 0 ? .max : .min)
   }
 }
 

@@ -125,4 +125,14 @@ public struct TombstonePrune: Sendable {
   /// (cardID, offset of the removal) — a card changed again since keeps its new record.
   public var tombstones: [(cardID: String, offset: Int64)]
   public var floorOffset: Int64
+
+  /// Adds `other`'s tombstones (of the same topic) and takes the higher floor: one prune that
+  /// does what both would. A card in both keeps its later removal (the earlier one is no longer
+  /// the card's latest change, and pruning it would do nothing).
+  mutating func formUnion(_ other: TombstonePrune) {
+    var offsets = Dictionary(tombstones.map { ($0.cardID, $0.offset) }, uniquingKeysWith: max)
+    for (cardID, offset) in other.tombstones { offsets[cardID] = max(offsets[cardID] ?? offset, offset) }
+    tombstones = offsets.map { (cardID: $0.key, offset: $0.value) }.sorted { $0.offset < $1.offset }
+    floorOffset = max(floorOffset, other.floorOffset)
+  }
 }

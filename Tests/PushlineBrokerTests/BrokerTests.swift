@@ -234,8 +234,6 @@ struct BrokerTests {
     #expect(late.replayed == nil && late.firstOffset == 2)
   }
 
-  /// A window, an interval or a limit too large for the broker's `Int64` milliseconds or `Int`
-  /// counts — a caller's `.seconds(.max)` — means forever or never, not a crash.
   /// Tombstones go once older than the maximum age, checked as the topic is published to — a
   /// younger one stays, even when an older removal of a card since upserted again is gone.
   @Test func tombstonesGoOnceOlderThanTheMaximumAge() async throws {
@@ -267,6 +265,8 @@ struct BrokerTests {
     #expect(tombstones().isEmpty)
   }
 
+  /// A window, an interval or a limit too large for the broker's `Int64` milliseconds or `Int`
+  /// counts — a caller's `.seconds(.max)` — means forever or never, not a crash.
   @Test func windowsIntervalsAndLimitsPastTheirIntegersAreForever() async throws {
     let broker = try await makeBroker {
       $0.idempotencyWindow = .seconds(Int64.max)
@@ -284,6 +284,48 @@ struct BrokerTests {
     let retry = try await broker.publish("t", [card("a", 1)], key: "k1")
     #expect(retry.replayed == true && retry.firstOffset == first.firstOffset)
     #expect(broker.state.withLock { $0.topics["t"]!.tombstoneCount } == 1)
+  }
+
+  /// A count limit set below 1, given to the initializer or set later, is taken as 1, not a
+  /// crash (a range of 1 to 0) nor a subscription that never moves on (updates of no change).
+  @Test func countLimitsBelowOneAreTakenAsOne() async throws {
+    var configuration = BrokerConfiguration(maxChangesPerUpdate: 0, maxChangesPerPublish: -3, nowMillis: clock.function)
+    configuration.maxTopicsPerSubscription = 0
+    #expect((configuration.maxChangesPerUpdate, configuration.maxChangesPerPublish, configuration.maxTopicsPerSubscription) == (1, 1, 1))
+    let broker = try await Broker(storage: InMemoryBrokerStorage(), configuration: configuration)
+    let subscription = try broker.subscribe("t")
+    _ = try await broker.nextUpdates(for: subscription)  // the empty snapshot
+    try await broker.publish("t", [card("a", 1)])
+    try await broker.publish("t", [card("b", 1)])
+    await expectStatus(.invalidArgument) { try await broker.publish("t", [card("c", 1), card("d", 1)]) }
+    await expectStatus(.invalidArgument) {
+      try broker.subscribe(SubscribeRequest(topics: [TopicPosition(topic: "t"), TopicPosition(topic: "u")]), for: reader)
+    }
+    #expect(try await broker.nextUpdates(for: subscription).map { $0.changes.map(\.cardID) } == [["a"]])
+    #expect(try await broker.nextUpdates(for: subscription).map { $0.changes.map(\.cardID) } == [["b"]])
+  }
+
+  /// Expired idempotency records are forgotten a bounded number per commit, oldest first, not
+  /// all at once; a record lives the whole window, to the millisecond; and a key recorded again
+  /// once its record expired keeps its new record when the old one's turn to go comes.
+  @Test func expiredIdempotencyRecordsAreForgottenAFewPerCommit() async throws {
+    let broker = try await makeBroker { $0.idempotencyWindow = .seconds(10) }
+    let records = { broker.intake.withLock { $0.publishRecords.count } }
+    let perCommit = Broker.publishRecordsForgottenPerCommit
+    for index in 0..<(2 * perCommit) { try await broker.publish("t", [card("c", index)], key: "k\(index)") }
+    try await broker.publish("t", [card("a", 1)], key: "again")
+    clock.advance(by: .seconds(10))
+    #expect(try await broker.publish("t", [card("c", 0)], key: "k0").replayed == true)  // at the window's end
+    clock.advance(by: .milliseconds(1))
+    let again = try await broker.publish("t", [card("a", 2)], key: "again")
+    #expect(again.replayed == nil && again.firstOffset == Int64(2 * perCommit) + 2)
+    #expect(records() == perCommit + 1)  // k0… forgotten by that commit, "again" recorded anew
+    try await broker.publish("t", [card("b", 1)])
+    #expect(records() == 1)
+    try await broker.publish("t", [card("b", 2)])  // forgets the first record of "again"
+    #expect(records() == 1)
+    let retry = try await broker.publish("t", [card("a", 2)], key: "again")
+    #expect(retry.replayed == true && retry.firstOffset == again.firstOffset)
   }
 
   /// A negative idempotency window, however long, counts as none: a key is forgotten as soon
@@ -305,7 +347,7 @@ struct BrokerTests {
       group.addTask { (false, try await broker.publish("t", [card("a", 1)], key: "k1")) }
       while storage.heldCount < 1 { await Task.yield() }
       group.addTask { (true, try await broker.publish("t", [card("a", 1)], key: "k1")) }
-      while broker.intake.withLock({ $0.committing.first?.retries.count }) != 1 { await Task.yield() }
+      while broker.intake.withLock({ $0.publishes.committing.first?.retries.count }) != 1 { await Task.yield() }
       storage.release()
       let answers = try await group.reduce(into: [Bool: PublishResponse]()) { $0[$1.0] = $1.1 }
       return (answers[false]!, answers[true]!)
@@ -314,6 +356,36 @@ struct BrokerTests {
     #expect(retry.replayed == true && retry.firstOffset == 1 && retry.lastOffset == 1)
     #expect(broker.state.withLock { $0.topics["t"]!.topOffset } == 1)
     #expect(storage.commits.withLock { $0 } == 1)
+  }
+
+  /// A retry arriving while its original waits for the next commit joins it there too; and
+  /// the index of the keys in flight follows the publishes, from waiting to committing to
+  /// answered: it holds each once, and none once they are answered, so that a retry after a
+  /// failed commit is a publish anew.
+  @Test(.timeLimit(.minutes(1))) func aRetryJoinsItsOriginalWaitingForACommitAndKeysInFlightAreIndexed() async throws {
+    let storage = CountingStorage()
+    storage.holdCommits()
+    let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+    let keysInFlight = { broker.intake.withLock { $0.publishes.keyCount } }
+    let answers = try await withThrowingTaskGroup(of: (String, PublishResponse).self) { group in
+      group.addTask { ("k0", try await broker.publish("t", [card("c0", 1)], key: "k0")) }
+      while storage.heldCount < 1 { await Task.yield() }
+      for index in 1...100 { group.addTask { ("k\(index)", try await broker.publish("t", [card("c\(index)", 1)], key: "k\(index)")) } }
+      while broker.intake.withLock({ $0.publishes.pending.count }) < 100 { await Task.yield() }
+      group.addTask { ("retry", try await broker.publish("t", [card("c50", 1)], key: "k50")) }
+      while !broker.intake.withLock({ $0.publishes.pending.contains { !$0.retries.isEmpty } }) { await Task.yield() }
+      #expect(keysInFlight() == 101)
+      storage.release()
+      return try await group.reduce(into: [String: PublishResponse]()) { $0[$1.0] = $1.1 }
+    }
+    #expect(answers["k50"]?.replayed == nil && answers["retry"]?.replayed == true)
+    #expect(answers["retry"]?.firstOffset == answers["k50"]?.firstOffset && answers["retry"]?.epoch == answers["k50"]?.epoch)
+    #expect(broker.state.withLock { $0.topics["t"]!.topOffset } == 101 && keysInFlight() == 0)
+    storage.failing.withLock { $0 = true }
+    await expectStatus(.unavailable) { try await broker.publish("t", [card("x", 1)], key: "x") }
+    #expect(keysInFlight() == 0)
+    storage.failing.withLock { $0 = false }
+    #expect(try await broker.publish("t", [card("x", 1)], key: "x").replayed == nil)
   }
 
   /// While a commit is under way (held by the storage), 199 publishes queue; they share the
@@ -329,7 +401,7 @@ struct BrokerTests {
       group.addTask { try await broker.publish("t0", [card("c0", 1)]) }
       while storage.heldCount < 1 { await Task.yield() }
       for index in 1..<200 { group.addTask { try await broker.publish("t\(index % 4)", [card("c\(index)", 1)]) } }
-      while broker.intake.withLock({ $0.pending.count }) < 199 { await Task.yield() }
+      while broker.intake.withLock({ $0.publishes.pending.count }) < 199 { await Task.yield() }
       storage.release()
       return try await group.reduce(into: []) { $0.append($1) }
     }
@@ -517,6 +589,39 @@ struct BrokerTests {
     #expect(broker.state.withLock { $0.topics["t"]!.floorOffset } == 34)
   }
 
+  /// Through a storage outage the age prune is tried every minute, and fails every minute: a
+  /// topic's failed prunes are merged — the union of their tombstones, the highest floor —
+  /// not kept one per minute, and go with the first publish once storage is back.
+  @Test(.timeLimit(.minutes(1))) func failedPrunesOfATopicAreMergedNotPiledUp() async throws {
+    let storage = CountingStorage()
+    let broker = try await Broker(
+      storage: storage, configuration: BrokerConfiguration(maxTombstoneAge: .seconds(60), nowMillis: clock.function))
+    try await broker.publish("t", [card("a", 1), card("b", 1), card("c", 1)])
+    try await broker.publish("t", [], removing: ["a"])  // at 0 s
+    clock.advance(by: .seconds(30))
+    let removal = try await broker.publish("t", [], removing: ["b"])  // at 30 s
+    storage.failing.withLock { $0 = true }
+    for minute in 1...5 {
+      clock.advance(by: .seconds(60))
+      broker.tick()  // at 90 s a's prune; from 150 s on a's and b's
+      while storage.failures.withLock({ $0 }) < minute { await Task.yield() }
+    }
+    #expect(broker.intake.withLock { $0.failedPrunes.count } == 1)
+    storage.failing.withLock { $0 = false }
+    try await broker.publish("u", [card("x", 1)])
+    #expect(broker.state.withLock { $0.topics["t"]!.floorOffset } == removal.lastOffset)
+    #expect(broker.state.withLock { $0.topics["t"]!.records.keys.sorted() } == ["c"])
+  }
+
+  /// Two prunes of a topic merged prune every tombstone of either, a card's later removal
+  /// when both name it, and set the higher floor.
+  @Test func mergedPrunesDoWhatBothWould() {
+    var prune = TombstonePrune(topic: "t", tombstones: [("a", 4), ("b", 6)], floorOffset: 6)
+    prune.formUnion(TombstonePrune(topic: "t", tombstones: [("c", 2), ("a", 9)], floorOffset: 9))
+    #expect(prune.tombstones.map(\.cardID) == ["c", "b", "a"] && prune.tombstones.map(\.offset) == [2, 6, 9])
+    #expect(prune.floorOffset == 9)
+  }
+
   @Test(arguments: [
     (PublishRequest(topic: "bad topic", changes: [CardChange(upserting: card("a", 1))]), StatusCode.invalidArgument),
     (PublishRequest(topic: "t", changes: []), .invalidArgument),
@@ -527,6 +632,8 @@ struct BrokerTests {
     (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a\u{0}x", 1))]), .invalidArgument),
     (PublishRequest(topic: "t", changes: [CardChange(removing: "a\u{0}")]), .invalidArgument),
     (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a", 1))], idempotencyKey: "k\u{0}1"), .invalidArgument),
+    // Every later publish to the topic with an empty key would be answered as its replay.
+    (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a", 1))], idempotencyKey: ""), .invalidArgument),
     // Kept as keys: a few hundred bytes at most.
     (PublishRequest(topic: "t", changes: [CardChange(upserting: card(String(repeating: "c", count: 257), 1))]), .invalidArgument),
     (PublishRequest(topic: "t", changes: [CardChange(removing: String(repeating: "c", count: 257))]), .invalidArgument),
@@ -540,7 +647,7 @@ struct BrokerTests {
   func badPublishesAreRefused(_ request: PublishRequest, code: StatusCode) async throws {
     let broker = try await makeBroker()
     await expectStatus(code) { try await broker.publish(request, for: publisher) }
-    #expect(broker.intake.withLock { $0.pending.isEmpty })
+    #expect(broker.intake.withLock { $0.publishes.pending.isEmpty })
     #expect(broker.state.withLock { $0.topics.values.allSatisfy { $0.topOffset == 0 } })
   }
 
@@ -660,6 +767,23 @@ struct BrokerTests {
     }
     clock.advance(by: .milliseconds(334))
     _ = try broker.subscribe("t")
+  }
+
+  /// A subscribe refused for another reason (its subject holds its subscriptions already, the
+  /// broker is shutting down) spends none of the admission rate: the next one is admitted.
+  @Test func aSubscribeRefusedForAnotherReasonSpendsNoAdmission() async throws {
+    let broker = try await makeBroker {
+      $0.maxSubscribesPerSecond = 2
+      $0.maxSubscriptionsPerSubject = 1
+    }
+    let request = SubscribeRequest(topics: [TopicPosition(topic: "t")])
+    _ = try broker.subscribe(request, for: reader)
+    await expectStatus(.resourceExhausted) { try broker.subscribe(request, for: reader) }
+    _ = try broker.subscribe(request, for: Principal(subject: "other", role: .subscriber, topics: ["*"], expiresAtMillis: .max))
+    clock.advance(by: .seconds(1))  // two tokens again
+    broker.shutDown()
+    for _ in 0..<2 { await expectStatus(.unavailable) { try broker.subscribe(request, for: reader) } }
+    try broker.admission.admit(nowMillis: clock.now)  // both tokens are there
   }
 }
 

@@ -104,7 +104,7 @@ struct DeliveryContractPropertyTests {
           for (index, publish) in bursts.enumerated().dropFirst() {
             group.addTask { (index, try await broker.publish("t", publish.upserts, removing: publish.removals).firstOffset) }
           }
-          while broker.intake.withLock({ $0.pending.count }) < bursts.count - 1 { await Task.yield() }
+          while broker.intake.withLock({ $0.publishes.pending.count }) < bursts.count - 1 { await Task.yield() }
           storage.release()
           return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
         }

@@ -71,7 +71,7 @@ struct MultiTopicDeliveryContractTests {
             if index == 0 {
               while storage.heldCount < 1 { await Task.yield() }
             } else {
-              while broker.intake.withLock({ $0.pending.count }) < index { await Task.yield() }
+              while broker.intake.withLock({ $0.publishes.pending.count }) < index { await Task.yield() }
             }
           }
           storage.release()

@@ -107,6 +107,36 @@ struct SQLiteBrokerStorageTests {
     #expect(cards.map(\.cardID) == ["b", "a"] && last == card("a", 4500))
   }
 
+  /// Expired idempotency records are deleted from storage a bounded number per commit, oldest
+  /// first, not all at once; one within the window stays, and answers a retry after a restart.
+  @Test func expiredPublishRecordsAreDeletedAFewPerCommit() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let configuration = BrokerConfiguration(idempotencyWindow: .seconds(10), nowMillis: clock.function)
+    func rows() throws -> Int {
+      try Self.databaseQueue(directory + "/broker.sqlite").read { try Int.fetchOne($0, sql: "SELECT count(*) FROM publishRecord") ?? -1 }
+    }
+    let perCommit = Broker.publishRecordsForgottenPerCommit
+    let young: PublishResponse
+    do {
+      let broker = try await Broker(storage: try SQLiteBrokerStorage(directory: directory), configuration: configuration)
+      try await withThrowingTaskGroup(of: Void.self) { group in  // in a few group commits
+        for index in 0..<(perCommit + 500) {
+          group.addTask { try await broker.publish("t", [card("c\(index)", 1)], key: "k\(index)") }
+        }
+        try await group.waitForAll()
+      }
+      #expect(try rows() == perCommit + 500)
+      clock.advance(by: .seconds(11))
+      young = try await broker.publish("t", [card("y", 1)], key: "young")
+      #expect(try rows() == 500 + 1)
+      try await broker.publish("t", [card("y", 2)])
+      #expect(try rows() == 1)
+    }
+    let restarted = try await Broker(storage: try SQLiteBrokerStorage(directory: directory), configuration: configuration)
+    let retry = try await restarted.publish("t", [card("y", 1)], key: "young")
+    #expect(retry.replayed == true && retry.firstOffset == young.firstOffset)
+  }
+
   /// A removed card whose tombstone is pruned stays removed across a restart, though its
   /// older versions are still stored (deleted with the next collection): neither they nor the
   /// tombstone, below the floor, come back.
@@ -155,6 +185,28 @@ struct SQLiteBrokerStorageTests {
     let cards = try await open().cards(in: "t", for: reader).changes
     let decoded = try Dictionary(uniqueKeysWithValues: cards.map { ($0.cardID, try $0.card?.decoded()) })
     #expect(decoded == ["x": card("x", 3), "y": card("y", 1), "z": card("z", SQLiteBrokerStorage.collectionThreshold + 10)])
+  }
+
+  /// A broker restarted on its storage goes on from the last offset committed: it gives again
+  /// the offsets of a publish whose write failed just before — no one was told of them, the
+  /// publish was refused and nothing delivered — and never an acknowledged one (PROTOCOL.md 3.1).
+  @Test func aRestartGivesAgainOnlyTheOffsetsOfAFailedWrite() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let first: PublishResponse
+    do {
+      let broker = try await open()
+      first = try await broker.publish("t", [card("a", 1)])
+      try await Self.databaseQueue(directory + "/broker.sqlite").write { db in
+        try db.execute(sql: "CREATE TRIGGER boom BEFORE INSERT ON cardVersion WHEN NEW.cardID = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END")
+      }
+      await #expect(throws: RPCError.self) { try await broker.publish("t", [card("boom", 1)]) }
+    }
+    let broker = try await open()
+    let resumed = try broker.subscribe("t", epoch: first.epoch, offset: first.lastOffset)
+    let next = try await broker.publish("t", [card("b", 1)])
+    #expect(next.epoch == first.epoch && next.firstOffset == first.lastOffset + 1)
+    let updates = try resumed.takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now) ?? []
+    #expect(updates.flatMap(\.changes).map(\.cardID) == ["b"])
   }
 
   /// A data directory written before cards were stored as versions (a `card` table keyed by

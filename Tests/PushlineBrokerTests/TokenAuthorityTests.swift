@@ -1,5 +1,7 @@
 import Dispatch
-import PushlineBroker
+import Foundation
+import JWTKit
+@testable import PushlineBroker
 import PushlineRPC
 import PushlineTesting
 import Synchronization
@@ -51,6 +53,55 @@ struct TokenAuthorityTests {
     authority.withPrincipal(of: forged) { result in answered.withLock { $0 = result } }
     let answer = try #require(answered.withLock { $0 })  // given before withPrincipal returned
     #expect(throws: RPCError.self) { try answer.get() }
+  }
+
+  /// A token whose `nbf` is more than a minute ahead of the broker's clock is refused, as an
+  /// expired one is; within the minute (clocks differ a little), or past, it is taken — the
+  /// same token, once its time comes, though it was refused before.
+  @Test func aTokenIsRefusedUntilItsNotBeforeLessAMinute() async throws {
+    let authority = try await TokenAuthority(secret: Self.secret, nowMillis: clock.function)
+    let early = try await Self.sign(claims(notBeforeMillis: clock.now + 61_000))
+    await expectStatus(.unauthenticated) { try await authority.authenticate(early) }
+    await expectStatus(.unauthenticated) { try await authority.authenticate(early) }  // also once cached
+    clock.advance(by: .seconds(1))
+    #expect(try await authority.authenticate(early).notBeforeMillis == clock.now + 60_000)
+    let past = try await Self.sign(claims(notBeforeMillis: clock.now - 1_000))
+    #expect(try await authority.authenticate(past).subject == "s")
+  }
+
+  /// A token whose header says `alg: none`, with an empty signature, does not verify: the
+  /// broker checks every token with its HS256 key, whatever the header says.
+  @Test func anUnsignedTokenIsRefused() async throws {
+    let authority = try await TokenAuthority(secret: Self.secret, nowMillis: clock.function)
+    let unsigned = try await Self.sign(claims(notBeforeMillis: nil), with: JWTKeyCollection().addUnsecuredNone())
+    let header = String(try #require(unsigned.split(separator: ".").first))
+    let padded = header + String(repeating: "=", count: (4 - header.count % 4) % 4)  // no URL-only characters in JSON this short
+    let json = String(decoding: try #require(Data(base64Encoded: padded)), as: UTF8.self)
+    #expect(unsigned.hasSuffix(".") && json.contains(#""alg":"none""#))
+    await expectStatus(.unauthenticated) { try await authority.authenticate(unsigned) }
+  }
+
+  /// A topic claim without `*` covers that topic only, not the names it begins; with `*` it
+  /// covers every name it begins, itself included.
+  @Test func aClaimCoversAPrefixOnlyWithItsStar() {
+    let exact = principal(.subscriber, ["driver/4"])
+    #expect(exact.covers("driver/4") && !exact.covers("driver/42") && !exact.covers("driver/4/x"))
+    let prefix = principal(.subscriber, ["driver/4*"])
+    #expect(prefix.covers("driver/4") && prefix.covers("driver/42") && !prefix.covers("driver/5"))
+  }
+
+  /// Claims `mint` would make for an admin `s`, an hour ahead, with `nbf` if given.
+  func claims(notBeforeMillis: Int64?) -> TokenClaims {
+    let date = { (millis: Int64) in Date(timeIntervalSince1970: Double(millis) / 1000) }
+    return TokenClaims(
+      sub: SubjectClaim(value: "s"), exp: ExpirationClaim(value: date(clock.now + 3_600_000)),
+      nbf: notBeforeMillis.map { NotBeforeClaim(value: date($0)) }, role: .admin, topics: ["*"])
+  }
+
+  /// `claims` signed with `keys`, by default the tests' secret: tokens `mint` does not make.
+  static func sign(_ claims: TokenClaims, with keys: JWTKeyCollection? = nil) async throws -> String {
+    if let keys { return try await keys.sign(claims) }
+    return try await JWTKeyCollection().add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256).sign(claims)
   }
 
   @Test func aShortSecretIsRefused() async throws {
