@@ -40,8 +40,9 @@ public struct RPCServer: Sendable {
     /// the server keeps serving each connection until its turn. Zero sends them all at once.
     public var lameDuckPeriod: Duration
     /// New connections accepted per second on average, in bursts of as many; past that, a
-    /// connection's handshake is answered with GOAWAY UNAVAILABLE and a retry-after hint, so a
-    /// reconnect storm spreads itself out. 0 accepts every connection.
+    /// connection's handshake is answered with GOAWAY UNAVAILABLE and a retry-after hint that
+    /// grows with the backlog (`AdmissionLimiter`), so a reconnect storm spreads itself out over
+    /// the time the server needs to accept it. 0 accepts every connection.
     public var maxConnectionsPerSecond: Int
     /// Where the server reports its connections (`pushline_connections`,
     /// `pushline_connections_accepted_total`, `pushline_connections_refused_total`);
