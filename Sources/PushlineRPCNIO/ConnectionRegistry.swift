@@ -17,6 +17,8 @@ final class ConnectionRegistry: Sendable {
   }
 
   private let state = Mutex(State())
+  /// Recorded while `state` is locked: counts recorded after it is released could arrive out of
+  /// order (a register's and a remove's crossing), leaving the gauge at a stale count.
   private let open: Gauge
   private let accepted: Counter
 
@@ -29,22 +31,22 @@ final class ConnectionRegistry: Sendable {
   /// Registers `channel` until it closes; a connection refused past the accept rate is not
   /// counted as accepted.
   func register(_ channel: any Channel, isRefused: Bool) {
-    let (isShuttingDown, count) = state.withLock { state in
+    let isShuttingDown = state.withLock { state in
       state.connections[ObjectIdentifier(channel)] = channel
-      return (state.isShuttingDown, state.connections.count)
+      open.record(state.connections.count)
+      return state.isShuttingDown
     }
     if !isRefused { accepted.increment() }
-    open.record(count)
     channel.closeFuture.whenComplete { _ in self.remove(channel) }
     if isShuttingDown { Self.shutDown(channel) }
   }
 
   private func remove(_ channel: any Channel) {
-    let (count, waiter) = state.withLock { state in
+    let waiter = state.withLock { state in
       state.connections.removeValue(forKey: ObjectIdentifier(channel))
-      return (state.connections.count, state.connections.isEmpty ? state.emptyWaiter.take() : nil)
+      open.record(state.connections.count)
+      return state.connections.isEmpty ? state.emptyWaiter.take() : nil
     }
-    open.record(count)
     waiter?.resume()
   }
 
