@@ -34,7 +34,11 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   typealias OutboundOut = ConnectionElement
 
   /// The inbound user event that begins a graceful shutdown of the connection.
-  struct ShutDown: Sendable {}
+  struct ShutDown: Sendable {
+    /// When the client should come back, for its GOAWAY: drawn per connection from the
+    /// server's reconnect spread (``ConnectionRegistry``).
+    var retryAfterMillis: UInt32?
+  }
 
   /// What became of a response message handed to ``send(_:compressed:callID:)``.
   enum SendOutcome {
@@ -266,8 +270,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   }
 
   func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-    if event is ShutDown {
-      execute(machine.shutDown())
+    if let event = event as? ShutDown {
+      execute(machine.shutDown(retryAfterMillis: event.retryAfterMillis))
       retire(context: context, endingLateCallsWith: RPCError(code: .unavailable, message: "the server has shut down"))
     } else if let event = event as? ChannelEvent, event == .inputClosed {
       peerFinishedSending()

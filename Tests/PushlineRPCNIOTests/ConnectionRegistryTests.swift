@@ -1,7 +1,11 @@
+import CoreMetrics
 import Dispatch
 import NIOCore
 import NIOEmbedded
+import PushlineRPC
 @testable import PushlineRPCNIO
+import PushlineSchema
+import PushlineWire
 import Testing
 
 @Suite("Connection registry")
@@ -26,5 +30,37 @@ struct ConnectionRegistryTests {
     #expect(gauge.value == 2)
     for channel in channels { try await channel.close() }
     #expect(gauge.value == 0)
+  }
+
+  /// The GOAWAY `channel` has written, decoded.
+  static func goAway(on channel: EmbeddedChannel) throws -> GoAway {
+    let frame = try #require(ServerConnectionHandlerTests.readFrames(channel).first { $0.kind == .goAway })
+    return try GoAway(serializedBytes: frame.payload)
+  }
+
+  /// Each connection's shutdown GOAWAY tells its client when to come back, with a hint of its
+  /// own drawn from the reconnect spread — a connection registered once the shutdown has begun
+  /// too; a connection refused past the accept rate whose handshake has not arrived gets its
+  /// refusal's GOAWAY, with the refusal's hint, in place of the ServerHello.
+  @Test func shutdownGoAwaysCarryHintsDrawnFromTheReconnectSpread() throws {
+    let registry = ConnectionRegistry(metrics: NOOPMetricsHandler.instance)
+    let channels = try (0..<20).map { _ in try ServerConnectionHandlerTests.channel().0 }
+    for channel in channels { registry.register(channel, isRefused: false) }
+    let refusal = RPCError(code: .unavailable, message: "too many clients", retryAfterMillis: 60_000)
+    let refused = EmbeddedChannel(
+      handler: ServerConnectionHandler(router: RPCRouter(), configuration: .init(), gracePeriod: .seconds(10), refusal: refusal))
+    try refused.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
+    registry.register(refused, isRefused: true)
+    registry.shutDown(spreadOver: .zero, reconnectSpread: .seconds(5))
+    let (late, _) = try ServerConnectionHandlerTests.channel()
+    registry.register(late, isRefused: false)
+
+    let hints = try (channels + [late]).map { try #require(Self.goAway(on: $0).retryAfterMillis) }
+    #expect(hints.allSatisfy { $0 <= 5000 })
+    #expect(Set(hints).count > 1)  // drawn per connection, not one for all
+    #expect(try refused.readOutbound(as: ConnectionElement.self) == .preface(ConnectionPreface()))
+    let refusedGoAway = try Self.goAway(on: refused)
+    #expect(refusedGoAway.retryAfterMillis == 60_000 && refusedGoAway.message == "too many clients")
+    for channel in channels + [late, refused] { _ = try? channel.finish() }
   }
 }
