@@ -120,6 +120,7 @@ let package = Package(
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOEmbedded", package: "swift-nio"),
+        .product(name: "CoreMetrics", package: "swift-metrics"),
         .product(name: "MetricsTestKit", package: "swift-metrics"),
         .product(name: "Logging", package: "swift-log"),
       ],

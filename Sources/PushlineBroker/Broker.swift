@@ -268,7 +268,7 @@ public final class Broker: Sendable {
   /// Ends `subscription` with UNAVAILABLE and a retry-after hint drawn at random from the
   /// reconnect spread: its connection is going away (the server shuts down).
   func goAway(_ subscription: Subscription) {
-    let retryAfter = UInt32(clamping: Int64.random(in: 0...max(configuration.reconnectSpread.milliseconds, 0)))
+    let retryAfter = configuration.reconnectSpread.randomRetryAfterMillis()
     subscription.end(with: RPCError(code: .unavailable, message: "the broker is shutting down", retryAfterMillis: retryAfter))
   }
 

@@ -31,7 +31,8 @@ public struct BrokerConfiguration: Sendable {
   /// number, for deployments that share one subject among many readers.
   public var maxSubscriptionsPerSubject: Int
   /// On shutdown, subscriptions end with UNAVAILABLE and a retry-after hint spread at random
-  /// over this period, so that clients do not all come back in the same instant.
+  /// over this period, so that clients do not all come back in the same instant. (A broker
+  /// served by `pushline serve` gives its connections' GOAWAYs hints from the same spread.)
   public var reconnectSpread: Duration
   /// New subscriptions admitted per second on average (bursts up to as many at once); past
   /// that, UNAVAILABLE with a retry-after hint. 0 admits everything.

@@ -45,8 +45,8 @@ struct BrokerHost {
       router: router,
       configuration: .init(
         host: host, port: port, connection: .init(limits: BrokerService.connectionLimits), gracePeriod: gracePeriod,
-        lameDuckPeriod: lameDuckPeriod, maxConnectionsPerSecond: maxConnectionsPerSecond, metrics: connectionMetrics ?? MetricsSystem.factory,
-        logger: rpcLogger))
+        lameDuckPeriod: lameDuckPeriod, reconnectSpread: configuration.reconnectSpread,  // the streams' hints' spread
+        maxConnectionsPerSecond: maxConnectionsPerSecond, metrics: connectionMetrics ?? MetricsSystem.factory, logger: rpcLogger))
     return try await withThrowingTaskGroup(of: Void.self) { group in
       // The periodic duties (watermarks, expired tokens) go on until the last connection closes.
       group.addTask { await broker.run() }

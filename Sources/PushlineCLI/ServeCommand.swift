@@ -69,7 +69,7 @@ struct ServeCommand: AsyncParsableCommand {
   var maxQueuedChanges: Int?
 
   @Option(help: ArgumentHelp(
-    "Seconds over which the retry-after hints of the subscriptions a shutdown ends are spread (default: \(ServeSettings().reconnectSpread)).",
+    "Seconds over which the retry-after hints of a shutdown's GOAWAYs and of the subscriptions it ends are spread (default: \(ServeSettings().reconnectSpread)).",
     valueName: "seconds"))
   var reconnectSpread: Int?
 

@@ -39,7 +39,8 @@ struct ServeSettings: Equatable, Sendable {
   var tombstoneMaxAge = Int(BrokerConfiguration().maxTombstoneAge.components.seconds)
   /// Changes queued for one subscriber before a topic's queue gives way to a snapshot.
   var maxQueuedChanges = BrokerConfiguration().maxQueuedChangesPerSubscription
-  /// Seconds over which the retry-after hints of the subscriptions a shutdown ends are spread.
+  /// Seconds over which the retry-after hints of a shutdown's GOAWAYs and of the subscriptions
+  /// it ends are spread.
   var reconnectSpread = Int(BrokerConfiguration().reconnectSpread.components.seconds)
   /// Seconds a publish's idempotency key is remembered.
   var idempotencyWindow = 600

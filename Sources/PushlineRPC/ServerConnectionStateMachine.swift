@@ -19,8 +19,10 @@ import PushlineWire
 ///   in between is a ping flood: GOAWAY with RESOURCE_EXHAUSTED, then close.
 /// - A connection made with a refusal (past the server's accept rate) gets, in answer to its
 ///   handshake, a GOAWAY with the refusal's status and retry-after hint, and is closed.
-/// - ``shutDown(retryAfterMillis:)`` sends GOAWAY naming the last call still served; later
-///   calls are refused with UNAVAILABLE, and the connection closes when the last call ends.
+/// - ``shutDown(retryAfterMillis:)`` sends GOAWAY naming the last call still served, with a
+///   retry-after hint; later calls are refused with UNAVAILABLE, and the connection closes when
+///   the last call ends. Before the handshake, the GOAWAY (a refused connection's refusal)
+///   answers in place of the ServerHello, and the connection closes.
 public struct ServerConnectionStateMachine: Sendable {
   /// What the server accepts and offers.
   public struct Configuration: Hashable, Sendable {
@@ -445,18 +447,15 @@ public struct ServerConnectionStateMachine: Sendable {
     }
   }
 
-  /// Ends a call the client broke the rules of, with `code`; the connection carries on.
-  /// Answers the handshake of a connection refused past the accept rate: the preface, then a
-  /// GOAWAY with the refusal's status and retry-after hint; then closes.
+  /// Answers in place of the handshake — on a connection refused past the accept rate, or one
+  /// the server shuts down before its handshake has arrived: the preface, then a GOAWAY with
+  /// `refusal`'s status and retry-after hint; then closes.
   private mutating func refuse(_ refusal: RPCError) -> [Action] {
     state = .closed
-    var goAway = GoAway(lastCallID: 0)
-    goAway.code = refusal.code.rawValue
-    goAway.message = refusal.message
-    goAway.retryAfterMillis = refusal.retryAfterMillis
-    return [.close(after: [.preface(ConnectionPreface()), .frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes()))])]
+    return [.close(after: [.preface(ConnectionPreface()), Self.goAway(lastCallID: 0, refusal)])]
   }
 
+  /// Ends a call the client broke the rules of, with `code`; the connection carries on.
   private mutating func refuse(_ callID: UInt32, _ code: StatusCode, _ message: String, open: inout Open) -> [Action] {
     open.removeCall(callID)
     return [.cancelCall(callID: callID), .write([Self.status(callID, code, message)])] + closeIfDrained(open, after: [])
@@ -541,17 +540,22 @@ public struct ServerConnectionStateMachine: Sendable {
     return (frame, true)
   }
 
-  /// Begins a graceful shutdown: GOAWAY naming the last call served, then close once the
-  /// calls in progress have ended.
+  /// Begins a graceful shutdown: GOAWAY UNAVAILABLE naming the last call served, with
+  /// `retryAfterMillis` (when the client should come back), then close once the calls in
+  /// progress have ended. Before the handshake has arrived, the preface and the GOAWAY answer in
+  /// place of the ServerHello, and the connection closes — on a connection refused past the
+  /// accept rate, the refusal's GOAWAY, so that its client still learns when to come back.
   public mutating func shutDown(retryAfterMillis: UInt32? = nil) -> [Action] {
-    retire { open in
-      guard open.lastServedCallID == nil else { return nil }
-      open.lastServedCallID = open.highestCallID
-      var goAway = GoAway(lastCallID: open.highestCallID)
-      goAway.code = StatusCode.unavailable.rawValue
-      goAway.message = "the server is shutting down"
-      goAway.retryAfterMillis = retryAfterMillis
-      return ([], [.frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes()))])
+    let shuttingDown = RPCError(code: .unavailable, message: "the server is shutting down", retryAfterMillis: retryAfterMillis)
+    switch state {
+    case .awaitingPreface(let refusal), .awaitingHello(let refusal):
+      return refuse(refusal ?? shuttingDown)
+    case .open, .updating, .closed:
+      return retire { open in
+        guard open.lastServedCallID == nil else { return nil }
+        open.lastServedCallID = open.highestCallID
+        return ([], [Self.goAway(lastCallID: open.highestCallID, shuttingDown)])
+      }
     }
   }
 
@@ -619,11 +623,17 @@ public struct ServerConnectionStateMachine: Sendable {
   private mutating func violation(_ code: StatusCode, _ message: String, sendPreface: Bool = false, open: Open? = nil) -> [Action] {
     let cancellations: [Action] = open?.calls.keys.sorted().map { .cancelCall(callID: $0) } ?? []
     state = .closed
-    var goAway = GoAway(lastCallID: open?.highestCallID ?? 0)
-    goAway.code = code.rawValue
-    goAway.message = message
-    let frame = ConnectionElement.frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes()))
+    let frame = Self.goAway(lastCallID: open?.highestCallID ?? 0, RPCError(code: code, message: message))
     return cancellations + [.close(after: sendPreface ? [.preface(ConnectionPreface()), frame] : [frame])]
+  }
+
+  /// A GOAWAY serving calls up to `lastCallID`, with `error`'s status and retry-after hint.
+  private static func goAway(lastCallID: UInt32, _ error: RPCError) -> ConnectionElement {
+    var goAway = GoAway(lastCallID: lastCallID)
+    goAway.code = error.code.rawValue
+    goAway.message = error.message
+    goAway.retryAfterMillis = error.retryAfterMillis
+    return .frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes()))
   }
 
   private static func status(_ callID: UInt32, _ code: StatusCode, _ message: String) -> ConnectionElement {

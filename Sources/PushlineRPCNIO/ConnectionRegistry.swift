@@ -1,5 +1,6 @@
 import CoreMetrics
 import NIOCore
+import PushlineRPC
 import Synchronization
 
 /// The connections a server is serving, so that a graceful shutdown reaches each of them and
@@ -7,16 +8,20 @@ import Synchronization
 /// `pushline_connections` (open now, refused ones too until they close) and
 /// `pushline_connections_accepted_total` (refused ones not included).
 ///
-/// A connection that registers after the shutdown has begun is told at once.
+/// A connection that registers after the shutdown has begun is told at once. Each connection's
+/// GOAWAY carries a retry-after hint of its own, drawn from the reconnect spread.
 final class ConnectionRegistry: Sendable {
   private struct State {
-    var isShuttingDown = false
+    /// Set once the shutdown has begun: the spread of its GOAWAYs' retry-after hints.
+    var reconnectSpread: Duration?
     var connections: [ObjectIdentifier: any Channel] = [:]
     /// The server, waiting for the last connection to close.
     var emptyWaiter: CheckedContinuation<Void, Never>?
   }
 
   private let state = Mutex(State())
+  /// Recorded while `state` is locked: counts recorded after it is released could arrive out of
+  /// order (a register's and a remove's crossing), leaving the gauge at a stale count.
   private let open: Gauge
   private let accepted: Counter
 
@@ -29,40 +34,44 @@ final class ConnectionRegistry: Sendable {
   /// Registers `channel` until it closes; a connection refused past the accept rate is not
   /// counted as accepted.
   func register(_ channel: any Channel, isRefused: Bool) {
-    let (isShuttingDown, count) = state.withLock { state in
+    let reconnectSpread = state.withLock { state in
       state.connections[ObjectIdentifier(channel)] = channel
-      return (state.isShuttingDown, state.connections.count)
+      open.record(state.connections.count)
+      return state.reconnectSpread
     }
     if !isRefused { accepted.increment() }
-    open.record(count)
     channel.closeFuture.whenComplete { _ in self.remove(channel) }
-    if isShuttingDown { Self.shutDown(channel) }
+    if let reconnectSpread { Self.shutDown(channel, reconnectSpread: reconnectSpread) }
   }
 
   private func remove(_ channel: any Channel) {
-    let (count, waiter) = state.withLock { state in
+    let waiter = state.withLock { state in
       state.connections.removeValue(forKey: ObjectIdentifier(channel))
-      return (state.connections.count, state.connections.isEmpty ? state.emptyWaiter.take() : nil)
+      open.record(state.connections.count)
+      return state.connections.isEmpty ? state.emptyWaiter.take() : nil
     }
-    open.record(count)
     waiter?.resume()
   }
 
   /// Begins the graceful shutdown of every connection, present and future: the present ones in
   /// random order, spread evenly over `period` (the lame-duck period), so that their clients do
-  /// not all reconnect — somewhere else, or here after a restart — in the same instant.
-  func shutDown(spreadOver period: Duration) {
+  /// not all learn of it in the same instant; and each GOAWAY with a retry-after hint drawn
+  /// from `reconnectSpread`, so that they do not all come back — here after a restart — in the
+  /// same instant either.
+  func shutDown(spreadOver period: Duration, reconnectSpread: Duration) {
     let connections = state.withLock { state in
-      state.isShuttingDown = true
+      state.reconnectSpread = reconnectSpread
       return Array(state.connections.values)
     }.shuffled()
     let step = TimeAmount(period).nanoseconds / Int64(max(connections.count, 1))
     for (index, channel) in connections.enumerated() {
       guard index > 0, step > 0 else {
-        Self.shutDown(channel)
+        Self.shutDown(channel, reconnectSpread: reconnectSpread)
         continue
       }
-      channel.eventLoop.scheduleTask(in: .nanoseconds(step * Int64(index))) { Self.shutDown(channel) }
+      channel.eventLoop.scheduleTask(in: .nanoseconds(step * Int64(index))) {
+        Self.shutDown(channel, reconnectSpread: reconnectSpread)
+      }
     }
   }
 
@@ -83,7 +92,9 @@ final class ConnectionRegistry: Sendable {
     }
   }
 
-  private static func shutDown(_ channel: any Channel) {
-    channel.pipeline.fireUserInboundEventTriggered(ServerConnectionHandler.ShutDown())
+  /// Tells `channel`'s connection to go away, with a hint drawn from `reconnectSpread`.
+  private static func shutDown(_ channel: any Channel, reconnectSpread: Duration) {
+    let event = ServerConnectionHandler.ShutDown(retryAfterMillis: reconnectSpread.randomRetryAfterMillis())
+    channel.pipeline.fireUserInboundEventTriggered(event)
   }
 }

@@ -39,9 +39,16 @@ public struct RPCServer: Sendable {
     /// period (the lame-duck phase), so that clients do not all reconnect in the same instant;
     /// the server keeps serving each connection until its turn. Zero sends them all at once.
     public var lameDuckPeriod: Duration
+    /// On shutdown, each connection's GOAWAY tells its client to come back after a hint drawn
+    /// at random from zero to this, so that clients do not all reconnect — here after a
+    /// restart — in the same instant: the lame-duck period spreads when they learn of the
+    /// shutdown, this when they return. The broker's streams end with hints from its own
+    /// spread (`BrokerConfiguration.reconnectSpread`), which a broker's server should share.
+    public var reconnectSpread: Duration
     /// New connections accepted per second on average, in bursts of as many; past that, a
-    /// connection's handshake is answered with GOAWAY UNAVAILABLE and a retry-after hint, so a
-    /// reconnect storm spreads itself out. 0 accepts every connection.
+    /// connection's handshake is answered with GOAWAY UNAVAILABLE and a retry-after hint that
+    /// grows with the backlog (`AdmissionLimiter`), so a reconnect storm spreads itself out over
+    /// the time the server needs to accept it. 0 accepts every connection.
     public var maxConnectionsPerSecond: Int
     /// Where the server reports its connections (`pushline_connections`,
     /// `pushline_connections_accepted_total`, `pushline_connections_refused_total`);
@@ -56,7 +63,7 @@ public struct RPCServer: Sendable {
     public init(
       host: String = "127.0.0.1", port: Int = 7400, connection: ServerConnectionStateMachine.Configuration = .init(),
       idleTimeout: Duration = .seconds(75), handshakeTimeout: Duration = .seconds(10), gracePeriod: Duration = .seconds(10),
-      lameDuckPeriod: Duration = .zero, maxConnectionsPerSecond: Int = 0, metrics: any MetricsFactory = MetricsSystem.factory,
+      lameDuckPeriod: Duration = .zero, reconnectSpread: Duration = .seconds(5), maxConnectionsPerSecond: Int = 0, metrics: any MetricsFactory = MetricsSystem.factory,
       logger: Logger = Logger(label: "pushline.rpc")
     ) {
       self.host = host
@@ -66,6 +73,7 @@ public struct RPCServer: Sendable {
       self.handshakeTimeout = handshakeTimeout
       self.gracePeriod = gracePeriod
       self.lameDuckPeriod = lameDuckPeriod
+    self.reconnectSpread = reconnectSpread
       self.maxConnectionsPerSecond = maxConnectionsPerSecond
       self.metrics = metrics
       self.logger = logger
@@ -84,9 +92,10 @@ public struct RPCServer: Sendable {
   }
 
   /// Binds, runs `body` with the bound address while serving, then shuts down gracefully:
-  /// no new connections, a GOAWAY on every connection (spread over the lame-duck period),
-  /// calls in progress get the grace period from their connection's GOAWAY to finish, then
-  /// everything still running is cancelled.
+  /// no new connections, a GOAWAY on every connection (spread over the lame-duck period, each
+  /// with a retry-after hint drawn from the reconnect spread), calls in progress get the grace
+  /// period from their connection's GOAWAY to finish, then everything still running is
+  /// cancelled.
   ///
   /// If `body` throws, the server stops at once, without the grace period.
   public func withRunningServer<Result: Sendable>(_ body: (SocketAddress) async throws -> Result) async throws -> Result {
@@ -105,7 +114,7 @@ public struct RPCServer: Sendable {
     try? await listener.close()
     configuration.logger.info(
       "shutting down: a GOAWAY to each connection", metadata: ["lameDuckPeriod": "\(configuration.lameDuckPeriod)"])
-    connections.shutDown(spreadOver: configuration.lameDuckPeriod)
+    connections.shutDown(spreadOver: configuration.lameDuckPeriod, reconnectSpread: configuration.reconnectSpread)
     await withTaskCancellationHandler {
       await connections.waitUntilEmpty()
     } onCancel: {

@@ -25,16 +25,21 @@ import PushlineWire
 ///
 /// A graceful shutdown arrives as the inbound user event ``ShutDown``: GOAWAY, and each pumped
 /// stream hears that its connection is going away; then the grace period, then the handlers
-/// still running are cancelled and the other calls still open end with UNAVAILABLE. The peer's
-/// end of file (`ChannelEvent.inputClosed`) starts the same, without the GOAWAY: the unary and
-/// pipelined calls it finished sending are answered, its streams end at once, and the
-/// connection closes once the calls have ended.
+/// still running are cancelled and the other calls still open end with UNAVAILABLE; a handler
+/// that ignores its cancellation has ``forcedCloseMargin`` more before the connection closes
+/// without it. The peer's end of file (`ChannelEvent.inputClosed`) starts the same, without the
+/// GOAWAY: the unary and pipelined calls it finished sending are answered, its streams end at
+/// once, and the connection closes once the calls have ended.
 final class ServerConnectionHandler: ChannelInboundHandler {
   typealias InboundIn = ConnectionElement
   typealias OutboundOut = ConnectionElement
 
   /// The inbound user event that begins a graceful shutdown of the connection.
-  struct ShutDown: Sendable {}
+  struct ShutDown: Sendable {
+    /// When the client should come back, for its GOAWAY: drawn per connection from the
+    /// server's reconnect spread (``ConnectionRegistry``).
+    var retryAfterMillis: UInt32?
+  }
 
   /// What became of a response message handed to ``send(_:compressed:callID:)``.
   enum SendOutcome {
@@ -121,6 +126,13 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private var inbox: AnswerInbox?
   private var pumps: PumpScheduler?
   private var graceTimer: Scheduled<Void>?
+  /// Set at the end of the grace period while handlers still run: the close that does not wait
+  /// for them any longer.
+  private var forcedClose: Scheduled<Void>?
+  /// How long handlers cancelled at the end of the grace period have to return before their
+  /// connection closes regardless: a handler that ignores its cancellation must not hold the
+  /// connection, and with it the server's shutdown, open for ever.
+  static let forcedCloseMargin = TimeAmount.seconds(1)
   /// Pending until the handshake arrives (a scheduled callback, with no promise or closure,
   /// cancelled at the handshake). Before the handler is added, how long the client has for it,
   /// if set.
@@ -266,8 +278,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   }
 
   func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-    if event is ShutDown {
-      execute(machine.shutDown())
+    if let event = event as? ShutDown {
+      execute(machine.shutDown(retryAfterMillis: event.retryAfterMillis))
       retire(context: context, endingLateCallsWith: RPCError(code: .unavailable, message: "the server has shut down"))
     } else if let event = event as? ChannelEvent, event == .inputClosed {
       peerFinishedSending()
@@ -644,12 +656,26 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// The grace period of a shutdown, or of a peer that finished sending, is over: handlers
   /// still running are cancelled (their calls end when they return), and every other call still
   /// open — a pumped stream, a completing handler's unanswered call, a request still arriving —
-  /// ends with `status`.
+  /// ends with `status`. Handlers that have not returned ``forcedCloseMargin`` later are given
+  /// up on: the connection closes without their statuses.
   private func gracePeriodEnded(endingCallsWith status: CallStatus) {
     for (callID, call) in calls {
       stopHandler(of: callID)
       if call.pump != nil || call.task == nil { finish(callID: callID, status: status) }
     }
+    guard !calls.isEmpty, let context else { return }
+    let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+    forcedClose = context.eventLoop.scheduleTask(in: Self.forcedCloseMargin) { handler.value.closeDespiteRunningHandlers() }
+  }
+
+  /// Closes the connection although handlers cancelled at the end of the grace period still
+  /// run: they ignore their cancellation.
+  private func closeDespiteRunningHandlers() {
+    guard let context, !calls.isEmpty else { return }
+    logger.notice(
+      "closing a connection whose handlers ignored their cancellation",
+      metadata: ["peer": "\(peerDescription)", "calls": "\(calls.count)"])
+    context.close(promise: nil)
   }
 
   /// The channel is writable again: every waiting writer and pump goes on.
@@ -672,6 +698,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     output = nil
     inbox = nil  // it holds the handler: answers still on their way find the call gone
     graceTimer?.cancel()
+    forcedClose?.cancel()
     handshakeDeadline.cancel()
     let ended = calls
     calls = [:]

@@ -62,9 +62,10 @@ struct ReconnectStormTests {
         #expect(!refusals.isEmpty)
         #expect(try metrics.expectCounter("pushline_connections_refused_total").totalValue == refusals.count)
         #expect(try metrics.expectCounter("pushline_connections_accepted_total").totalValue == 6 - refusals.count)
-        for refusal in refusals {
+        for (index, refusal) in refusals.enumerated() {
           #expect(refusal.code == .unavailable)
-          #expect((1...2000).contains(refusal.retryAfterMillis ?? 0))  // up to a second, times the 1–2 jitter
+          // Each refusal reserves the next second's slot: up to (index + 1) s, times the 1–2 jitter.
+          #expect((1...2000 * UInt32(index + 1)).contains(refusal.retryAfterMillis ?? 0))
         }
         // The connection admitted before the storm is still served.
         let health = try await admitted.unary(HealthService.checkMethod, request: HealthCheckRequest(), response: HealthCheckResponse.self)

@@ -1,3 +1,4 @@
+import CoreMetrics
 import NIOCore
 import NIOEmbedded
 import PushlineRPC
@@ -422,6 +423,30 @@ struct ServerConnectionHandlerTests {
     #expect(goAway.message == refusal?.message ?? "no handshake within 10000 ms")
     channel.embeddedEventLoop.advanceTime(by: FlushCoalescer.lingering)
     #expect(!channel.isActive)
+  }
+
+  /// A unary handler that ignores its cancellation does not hold the server's shutdown open:
+  /// cancelled at the end of the grace period, it has a margin to return, then its connection
+  /// closes regardless, and the server's registry empties.
+  @Test(.timeLimit(.minutes(1))) func aHandlerIgnoringItsCancellationDoesNotHoldTheShutdownOpen() async throws {
+    let gate = Gate()  // its waiters ignore cancellation
+    let (channel, _) = try Self.channel(gate: gate)
+    let registry = ConnectionRegistry(metrics: NOOPMetricsHandler.instance)
+    registry.register(channel, isRefused: false)
+    for element in Self.call(1, Self.gated, value: "1") { try channel.writeInbound(element) }
+    channel.embeddedEventLoop.run()
+    #expect(gate.waiting == 1)
+    registry.shutDown(spreadOver: .zero, reconnectSpread: .zero)
+    channel.embeddedEventLoop.run()  // the flush
+    #expect(try Self.readFrames(channel).map(\.kind) == [.goAway])
+    channel.embeddedEventLoop.advanceTime(by: .seconds(10))  // the grace period: cancelled, the handler waits on
+    channel.embeddedEventLoop.advanceTime(by: ServerConnectionHandler.forcedCloseMargin - .milliseconds(1))
+    #expect(channel.isActive)
+    channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+    #expect(!channel.isActive)
+    gate.open()  // the handler returns at last, to a closed connection
+    channel.embeddedEventLoop.run()
+    await registry.waitUntilEmpty()
   }
 
   /// A client that completed its handshake is not touched by the deadline.

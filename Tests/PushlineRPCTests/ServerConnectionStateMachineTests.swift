@@ -42,6 +42,17 @@ struct ServerConnectionStateMachineTests {
     return try GoAway(serializedBytes: frame.payload)
   }
 
+  /// The GOAWAY that answers in place of the handshake — after the server's preface, then a
+  /// close — decoded.
+  static func goAwayInPlaceOfTheHandshake(in actions: [Machine.Action]) throws -> GoAway {
+    guard case .close(let elements)? = actions.last, case .preface? = elements.first else {
+      Issue.record("expected the server's preface, a GOAWAY and a close, got \(actions)")
+      return GoAway(lastCallID: 0)
+    }
+    #expect(!actions.contains { if case .connectionReady = $0 { true } else { false } })
+    return try goAway(in: actions)
+  }
+
   static func status(in action: Machine.Action?) throws -> CallStatus? {
     guard case .write(let elements)? = action, case .frame(let frame)? = elements.first, frame.kind == .status else { return nil }
     return try CallStatus(serializedBytes: frame.payload)
@@ -335,16 +346,27 @@ struct ServerConnectionStateMachineTests {
     let refusal = RPCError(code: .unavailable, message: "too many clients are connecting", retryAfterMillis: 700)
     var machine = Machine(configuration: .init(), refusal: refusal)
     #expect(machine.received(.preface(ConnectionPreface()), serverTimeMillis: 0).isEmpty)
-    let actions = machine.received(.frame(Self.hello()), serverTimeMillis: 0)
-    guard case .close(let elements)? = actions.last, case .preface? = elements.first else {
-      Issue.record("expected the server's preface, a GOAWAY and a close, got \(actions)")
-      return
-    }
-    let goAway = try Self.goAway(in: actions)
+    let goAway = try Self.goAwayInPlaceOfTheHandshake(in: machine.received(.frame(Self.hello()), serverTimeMillis: 0))
     #expect(goAway.code == StatusCode.unavailable.rawValue && goAway.retryAfterMillis == 700)
     #expect(goAway.message == "too many clients are connecting")
-    #expect(!actions.contains { if case .connectionReady = $0 { true } else { false } })
     #expect(machine.isClosed)
+  }
+
+  /// A connection shut down before its handshake has arrived (before or after the preface)
+  /// hears why and when to come back in place of the ServerHello: the shutdown's GOAWAY with
+  /// its hint, or on a connection refused past the accept rate, the refusal's.
+  @Test(arguments: [nil, RPCError(code: .unavailable, message: "too many clients are connecting", retryAfterMillis: 700)])
+  func aShutdownBeforeTheHandshakeAnswersWithAGoAway(refusal: RPCError?) throws {
+    for prefaceArrived in [false, true] {
+      var machine = Machine(configuration: .init(), refusal: refusal)
+      if prefaceArrived { #expect(machine.received(.preface(ConnectionPreface()), serverTimeMillis: 0).isEmpty) }
+      let goAway = try Self.goAwayInPlaceOfTheHandshake(in: machine.shutDown(retryAfterMillis: 1234))
+      #expect(goAway.code == StatusCode.unavailable.rawValue && goAway.lastCallID == 0)
+      #expect(goAway.retryAfterMillis == refusal?.retryAfterMillis ?? 1234)
+      #expect(goAway.message == refusal?.message ?? "the server is shutting down")
+      #expect(machine.isClosed)
+      #expect(machine.received(.frame(Self.hello()), serverTimeMillis: 0).isEmpty)
+    }
   }
 
   @Test func shutdownDrainsCallsInProgressAndRefusesNewOnes() throws {
