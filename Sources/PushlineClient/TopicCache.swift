@@ -103,9 +103,13 @@ public struct TopicCache: Hashable, Sendable {
         snapshotThroughOffset = nil
       }
     }
-    // The cards awaiting a snapshot are only as fresh as they were: the copy is verified anew
-    // once none is left.
-    if let serverTime = update.serverTimeMillis, snapshotThroughOffset == nil { verifiedAtMillis = max(verifiedAtMillis ?? 0, serverTime) }
+    // Verified at the update's time only when no card shown is older than that: after a
+    // complete update (a watermark, the end of a backlog or catch-up) or a snapshot — not a
+    // piece of a catch-up after hours away, whose other cards are still hours old — and while
+    // no card awaits a snapshot, as those are only as fresh as they were.
+    if let serverTime = update.serverTimeMillis, update.isComplete || update.isSnapshot, snapshotThroughOffset == nil {
+      verifiedAtMillis = max(verifiedAtMillis ?? 0, serverTime)
+    }
     return outcome
   }
 }

@@ -19,6 +19,25 @@ struct TopicCacheTests {
     #expect(topic.position == 12 && topic.cards["a"]?.card.priority == 3)
   }
 
+  /// "Verified at T" moves only when the copy is then exactly the topic's state: a piece of a
+  /// catch-up after hours away does not make the cards it leaves out look fresh.
+  @Test func onlyExactCopiesAreVerifiedAtTheUpdatesTime() {
+    var topic = TopicCache(topic: "t")
+    var snapshot = update("t", from: 1, [card("a", priority: 1), card("b", priority: 1)], snapshot: true)
+    snapshot.serverTimeMillis = 100
+    _ = topic.apply(snapshot, receivedAtMillis: 0)
+    #expect(topic.verifiedAtMillis == 100)
+    var piece = update("t", from: 3, [card("a", priority: 2)])
+    piece.serverTimeMillis = 7_200_000
+    _ = topic.apply(piece, receivedAtMillis: 0)
+    #expect(topic.verifiedAtMillis == 100)
+    var last = update("t", from: 4, [card("b", priority: 2)])
+    last.serverTimeMillis = 7_200_050
+    last.complete = true
+    _ = topic.apply(last, receivedAtMillis: 0)
+    #expect(topic.verifiedAtMillis == 7_200_050)
+  }
+
   @Test func anotherEpochIsIgnoredUntilItsSnapshotReplacesTheCards() {
     var topic = TopicCache(topic: "t")
     _ = topic.apply(update("t", from: 1, [card("a", priority: 1)], snapshot: true), receivedAtMillis: 0)
