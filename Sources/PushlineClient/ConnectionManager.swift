@@ -83,6 +83,7 @@ public final class ConnectionManager: Sendable {
         }
         reason = "the broker ended the stream"
       } catch let error as RPCError where [.unauthenticated, .permissionDenied, .invalidArgument, .failedPrecondition].contains(error.code) {
+        try? tracker.cache.flush()
         update(.stopped(reason: "\(error)"))
         return
       } catch let error as RPCError {

@@ -30,6 +30,10 @@ public final class TrackerDataManager: Sendable {
     /// screen shows 60 frames a second; recomputing the modes for every update would cap the
     /// rate the client can absorb). `modes` is always current.
     public var minimumPublishInterval: Duration
+    /// The cache is written behind about this long after an update, at most once per
+    /// interval: a client killed during a long connection restarts with cards about this old,
+    /// not with those of before the connection.
+    public var flushInterval: Duration
     /// The client's wall clock, Unix milliseconds. Tests inject their own.
     public var nowMillis: @Sendable () -> Int64
 
@@ -37,12 +41,13 @@ public final class TrackerDataManager: Sendable {
     public init(
       plugins: [any CardPlugin] = BuiltInPlugins.all, disabledKinds: Set<PayloadKind> = [],
       staleAfterOffline: Duration = .seconds(30), minimumPublishInterval: Duration = .milliseconds(16),
-      nowMillis: @escaping @Sendable () -> Int64 = WallClock.systemMillis
+      flushInterval: Duration = .seconds(1), nowMillis: @escaping @Sendable () -> Int64 = WallClock.systemMillis
     ) {
       self.plugins = plugins
       self.disabledKinds = disabledKinds
       self.staleAfterOffline = staleAfterOffline
       self.minimumPublishInterval = minimumPublishInterval
+      self.flushInterval = flushInterval
       self.nowMillis = nowMillis
     }
   }
@@ -68,6 +73,8 @@ public final class TrackerDataManager: Sendable {
     /// A task will publish the modes soon: applies in between only update the cache.
     var isPublishScheduled = false
     var lastPublished = ContinuousClock.now
+    /// A task will write the cache behind soon.
+    var isFlushScheduled = false
     var modeObservers: [Int: AsyncStream<TrackerModes>.Continuation] = [:]
     var bulletinObservers: [Int: AsyncStream<TrackerBulletin>.Continuation] = [:]
     var nextObserver = 0
@@ -138,8 +145,10 @@ public final class TrackerDataManager: Sendable {
       if let serverTime = update.serverTimeMillis, let sample = Self.skew(serverTimeMillis: serverTime, nowMillis: now) { skew = sample }
       arrivals += outcome.upserted.map { (update.topic, $0) }
     }
-    let (bulletins, bulletinObservers, schedule) = state.withLock { state in
+    let (bulletins, bulletinObservers, schedule, flush) = state.withLock { state in
       if let skew { state.skewMillis = skew }
+      let flush = !state.isFlushScheduled
+      state.isFlushScheduled = true
       state.generation += 1
       let schedule = !state.isPublishScheduled && !state.modeObservers.isEmpty
       if schedule { state.isPublishScheduled = true }
@@ -158,7 +167,15 @@ public final class TrackerDataManager: Sendable {
             topic: topic, card: cached.card, offset: cached.offset,
             text: plugins[kind]!.bulletinText(cached.card, privacy: state.privacy)))
       }
-      return (bulletins, Array(state.bulletinObservers.values), schedule)
+      return (bulletins, Array(state.bulletinObservers.values), schedule, flush)
+    }
+    if flush {
+      Task {
+        try? await Task.sleep(for: self.configuration.flushInterval)
+        self.state.withLock { $0.isFlushScheduled = false }
+        // A failed write keeps its topics for the next one.
+        try? self.cache.flush()
+      }
     }
     for bulletin in bulletins { for observer in bulletinObservers { observer.yield(bulletin) } }
     if schedule {
