@@ -139,11 +139,15 @@ public final class TrackerDataManager: Sendable {
   public func apply(_ updates: [TopicUpdate]) {
     let now = configuration.nowMillis()
     var arrivals: [(topic: String, card: CachedCard)] = []
+    var departures: [(topic: String, cardID: String)] = []
+    var replacedTopics: Set<String> = []
     var skew: Int64?
     for update in updates {
       let outcome = cache.apply(update, receivedAtMillis: now)
       if let serverTime = update.serverTimeMillis, let sample = Self.skew(serverTimeMillis: serverTime, nowMillis: now) { skew = sample }
       arrivals += outcome.upserted.map { (update.topic, $0) }
+      departures += outcome.removed.map { (update.topic, $0) }
+      if outcome.replaced { replacedTopics.insert(update.topic) }
     }
     let (bulletins, bulletinObservers, schedule, flush) = state.withLock { state in
       if let skew { state.skewMillis = skew }
@@ -152,9 +156,13 @@ public final class TrackerDataManager: Sendable {
       state.generation += 1
       let schedule = !state.isPublishScheduled && !state.modeObservers.isEmpty
       if schedule { state.isPublishScheduled = true }
+      // A card that leaves is forgotten: announced again if it comes back, and no memory of
+      // it kept. A snapshot may start a new epoch, whose offsets say nothing of the old one's.
+      for (topic, cardID) in departures { state.announced[Self.key(topic, cardID)] = nil }
+      if let forced = state.forced, replacedTopics.contains(forced.topic) { state.forced = nil }
       var bulletins: [TrackerBulletin] = []
       for (topic, cached) in arrivals.sorted(by: { $0.card.offset < $1.card.offset }) {
-        let key = topic + "\u{0}" + cached.card.cardID
+        let key = Self.key(topic, cached.card.cardID)
         if cached.card.shouldForceSwitchStatusMode == true, state.forced.map({ $0.offset < cached.offset || $0.topic != topic }) ?? true {
           state.forced = Forced(topic: topic, cardID: cached.card.cardID, offset: cached.offset)
         }
@@ -222,6 +230,9 @@ public final class TrackerDataManager: Sendable {
 
   /// The broker's clock when the client's reads `nowMillis`, saturating at the ends of `Int64`
   /// (only an injected clock gets there).
+  /// A card's key among the announced bulletins.
+  private static func key(_ topic: String, _ cardID: String) -> String { topic + "\u{0}" + cardID }
+
   private static func brokerMillis(_ nowMillis: Int64, skew: Int64) -> Int64 {
     let (sum, overflow) = nowMillis.addingReportingOverflow(skew)
     return overflow ? (skew < 0 ? .min : .max) : sum
@@ -242,7 +253,9 @@ public final class TrackerDataManager: Sendable {
     let generation = state.withLock { $0.generation }  // read before the cache: never claims a newer state
     let cards = cache.cards(in: topics)
     let verified = Dictionary(uniqueKeysWithValues: topics.map { ($0, cache.topic($0)?.verifiedAtMillis) })
-    let (modes, modeObservers) = state.withLock { state in
+    let (modes, modeObservers) = state.withLock { state -> (TrackerModes, [AsyncStream<TrackerModes>.Continuation]) in
+      // A publish that read the cache before another one's stores nothing: its modes are older.
+      guard generation >= state.publishedGeneration else { return (state.modes, []) }
       let brokerNow = Self.brokerMillis(now, skew: state.skewMillis)
       let offlineStale = state.connection.offlineSinceMillis.flatMap { since in
         now - since >= configuration.staleAfterOffline.milliseconds ? Staleness.offline(sinceMillis: since) : nil
@@ -264,7 +277,7 @@ public final class TrackerDataManager: Sendable {
         return left != right ? left < right : Self.ranksBefore(rhs, lhs)
       }
       state.modes = TrackerModes(status: status, browse: browse, privacy: state.privacy, connection: state.connection)
-      state.publishedGeneration = max(state.publishedGeneration, generation)
+      state.publishedGeneration = generation
       state.lastPublished = .now
       return (state.modes, Array(state.modeObservers.values))
     }

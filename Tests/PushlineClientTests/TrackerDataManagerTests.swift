@@ -109,6 +109,19 @@ struct TrackerDataManagerTests {
     #expect(tracker.modes.status?.cardID == "today")
   }
 
+  /// A topic's new epoch starts its offsets over: a card forcing the switch in it wins over
+  /// the one that forced it in the old epoch, at a higher offset.
+  @Test func aSnapshotOfANewEpochForgetsTheOldForcedCard() throws {
+    let tracker = try tracker()
+    tracker.apply([
+      update("earnings", from: 1, [card("today", priority: 9, statusPriority: 10)], snapshot: true),
+      update("incentives", from: 40, [card("old-quest", priority: 3, kind: .dxgyProgress, force: true)], snapshot: true),
+    ])
+    #expect(tracker.modes.status?.cardID == "old-quest")
+    tracker.apply([update("incentives", epoch: 8, from: 2, [card("new-quest", priority: 3, kind: .dxgyProgress, force: true)], snapshot: true)])
+    #expect(tracker.modes.status?.cardID == "new-quest")
+  }
+
   @Test func bulletinsAreAnnouncedOncePerVersionAndStayOutOfBrowse() async throws {
     let tracker = try tracker()
     var bulletins = tracker.bulletins().makeAsyncIterator()
