@@ -232,7 +232,7 @@ public final class Broker: Sendable {
       longest = max(longest, depth)
       if subscription.principal.expiresAtMillis <= now {
         // Once: a subscription whose connection takes no bytes keeps its end until it closes.
-        if subscription.end(with: RPCError(code: .unauthenticated, message: "the token expired; reconnect with a new one")) {
+        if subscription.end(with: Subscription.tokenExpired) {
           configuration.logger.info("a subscription's token expired", metadata: ["subject": "\(subscription.principal.subject)"])
         }
       } else {

@@ -183,6 +183,9 @@ public final class Subscription: Sendable {
     drainer?.wake()
   }
 
+  /// How a stream whose token expired ends.
+  static let tokenExpired = RPCError(code: .unauthenticated, message: "the token expired; reconnect with a new one")
+
   /// Ends the stream with `error` (the token expired, the broker shuts down): the drain's
   /// next take throws it. Returns whether this ended it (false when it had ended already).
   @discardableResult
@@ -238,6 +241,12 @@ public final class Subscription: Sendable {
   func takeReady(maxChanges: Int, nowMillis: Int64) throws(RPCError) -> [AssembledTopicUpdate]? {
     try state.withLock { state throws(RPCError) -> [AssembledTopicUpdate]? in
       if let ended = state.ended { throw ended }
+      // Nothing goes out after the token's expiry, though the broker's tick ends the stream
+      // only once a second.
+      if principal.expiresAtMillis <= nowMillis {
+        state.ended = Self.tokenExpired
+        throw Self.tokenExpired
+      }
       if state.snapshotsDue > 0 { return [] }
       var updates: [AssembledTopicUpdate] = []
       if !state.queue.isEmpty {

@@ -555,6 +555,18 @@ struct BrokerTests {
     await expectStatus(.unauthenticated) { try await broker.nextUpdates(for: subscription) }
   }
 
+  /// Nothing is delivered past the token's expiry, even before the broker's next tick.
+  @Test func noUpdateGoesOutPastTheTokensExpiry() async throws {
+    let broker = try await makeBroker()
+    let subscription = try broker.subscribe(
+      SubscribeRequest(topics: [TopicPosition(topic: "t")]),
+      for: principal(.subscriber, expiresAtMillis: clock.now + 5000))
+    _ = try ready(subscription)
+    clock.advance(by: .seconds(5))
+    try await broker.publish("t", [card("a", 1)])
+    await expectStatus(.unauthenticated) { try await broker.nextUpdates(for: subscription) }
+  }
+
   @Test func aStorageFailureFailsThePublishAndOffsetsAreNotReused() async throws {
     let storage = CountingStorage()
     let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
