@@ -9,6 +9,8 @@ public final class CardCache: Sendable {
   private struct State {
     var topics: [String: TopicCache]
     var dirty: Set<String> = []
+    var clockSkewMillis: Int64?
+    var isClockSkewDirty = false
   }
 
   private let persistence: (any CachePersistence)?
@@ -20,7 +22,21 @@ public final class CardCache: Sendable {
   public init(persistence: (any CachePersistence)?) throws {
     self.persistence = persistence
     let topics = try persistence?.load() ?? []
-    state = Mutex(State(topics: Dictionary(uniqueKeysWithValues: topics.map { ($0.topic, $0) })))
+    state = Mutex(
+      State(topics: Dictionary(uniqueKeysWithValues: topics.map { ($0.topic, $0) }), clockSkewMillis: try persistence?.loadClockSkew()))
+  }
+
+  /// The broker's clock minus the client's, as last noted (see ``noteClockSkew(_:)``), or as
+  /// stored when none was noted since the cache was loaded.
+  public var clockSkewMillis: Int64? { state.withLock { $0.clockSkewMillis } }
+
+  /// Notes the broker's clock minus the client's, written behind with the cards.
+  public func noteClockSkew(_ skewMillis: Int64) {
+    state.withLock { state in
+      guard state.clockSkewMillis != skewMillis else { return }
+      state.clockSkewMillis = skewMillis
+      state.isClockSkewDirty = true
+    }
   }
 
   /// Applies `update` to its topic (see ``TopicCache/apply(_:receivedAtMillis:)``).
@@ -35,14 +51,26 @@ public final class CardCache: Sendable {
     }
   }
 
-  /// Writes the topics changed since the last flush.
+  /// Writes the topics, and the clock skew, changed since the last flush.
   ///
-  /// - Throws: whatever the persistence throws; the topics stay dirty for the next flush.
+  /// - Throws: whatever the persistence throws; what it did not write stays dirty for the
+  ///   next flush.
   public func flush() throws {
     guard let persistence else { return }
-    let changed = state.withLock { state in
-      defer { state.dirty = [] }
-      return state.dirty.compactMap { state.topics[$0] }
+    let (changed, skew) = state.withLock { state in
+      defer { (state.dirty, state.isClockSkewDirty) = ([], false) }
+      return (state.dirty.compactMap { state.topics[$0] }, state.isClockSkewDirty ? state.clockSkewMillis : nil)
+    }
+    if let skew {
+      do {
+        try persistence.saveClockSkew(skew)
+      } catch {
+        state.withLock { state in
+          state.isClockSkewDirty = true
+          state.dirty.formUnion(changed.map(\.topic))
+        }
+        throw error
+      }
     }
     guard !changed.isEmpty else { return }
     do {

@@ -54,7 +54,29 @@ public final class SQLiteCachePersistence: CachePersistence {
           ) WITHOUT ROWID;
           """)
     }
+    // The broker's clock minus the client's: one row.
+    migrator.registerMigration("v3") { db in
+      try db.execute(sql: "CREATE TABLE clock (id INTEGER PRIMARY KEY CHECK (id = 0), skewMillis INTEGER NOT NULL)")
+    }
     return migrator
+  }
+
+  /// The stored clock skew, if any.
+  ///
+  /// - Throws: a ``StoredRowError`` if the row does not decode; GRDB's error when the file
+  ///   cannot be read.
+  public func loadClockSkew() throws -> Int64? {
+    try database.read { db in
+      try Row.fetchOne(db, sql: "SELECT skewMillis FROM clock").map { row in
+        try StoredRowError.decoding(row, of: "clock", in: Self.store) { try $0.decode(Int64.self, forColumn: "skewMillis") }
+      }
+    }
+  }
+
+  public func saveClockSkew(_ skewMillis: Int64) throws {
+    try database.write { db in
+      try db.execute(sql: "INSERT OR REPLACE INTO clock (id, skewMillis) VALUES (0, ?)", arguments: [skewMillis])
+    }
   }
 
   /// Every stored topic.

@@ -98,6 +98,8 @@ public final class TrackerDataManager: Sendable {
     self.topics = topics.filter { seen.insert($0).inserted }
     self.configuration = configuration
     plugins = Dictionary(configuration.plugins.map { ($0.kind, $0) }, uniquingKeysWith: { first, _ in first })
+    // The last correction stored: a client restarted offline expires cards by the broker's clock.
+    if let skew = cache.clockSkewMillis { state.withLock { $0.skewMillis = max(-Self.maximumSkewMillis, min(skew, Self.maximumSkewMillis)) } }
     publish()
   }
 
@@ -150,7 +152,10 @@ public final class TrackerDataManager: Sendable {
       if outcome.replaced { replacedTopics.insert(update.topic) }
     }
     let (bulletins, bulletinObservers, schedule, flush) = state.withLock { state in
-      if let skew { state.skewMillis = skew }
+      if let skew {
+        state.skewMillis = skew
+        cache.noteClockSkew(skew)
+      }
       let flush = !state.isFlushScheduled
       state.isFlushScheduled = true
       state.generation += 1
@@ -202,6 +207,7 @@ public final class TrackerDataManager: Sendable {
   public func correctClock(serverTimeMillis: Int64) {
     guard let skew = Self.skew(serverTimeMillis: serverTimeMillis, nowMillis: configuration.nowMillis()) else { return }
     state.withLock { $0.skewMillis = skew }
+    cache.noteClockSkew(skew)
     publish()
   }
 

@@ -1,3 +1,4 @@
+import Foundation
 import PushlineClient
 import PushlineSchema
 import PushlineWire
@@ -49,6 +50,26 @@ struct TrackerDataManagerTests {
     snapshot.serverTimeMillis = clock.now + 100_000  // the broker is 100 s ahead: the card has already expired
     tracker.apply([snapshot])
     #expect(tracker.modes.browse.isEmpty)
+  }
+
+  /// The correction survives a restart: a client restarted during an outage, before any
+  /// handshake, still expires a card by the broker's clock, 100 s ahead of its own.
+  @Test func theClockCorrectionSurvivesARestart() throws {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-skew-\(UInt32.random(in: 0...UInt32.max))/cache.sqlite").path
+    defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+    let configuration = TrackerDataManager.Configuration(nowMillis: clock.function)
+    do {
+      let cache = try CardCache(persistence: SQLiteCachePersistence(path: path))
+      let tracker = TrackerDataManager(cache: cache, topics: ["earnings"], configuration: configuration)
+      var snapshot = update("earnings", from: 1, [card("a", priority: 1, expiresAt: clock.now / 1000 + 150)], snapshot: true)
+      snapshot.serverTimeMillis = clock.now + 100_000
+      tracker.apply([snapshot])
+      try cache.flush()
+    }
+    clock.advance(by: .seconds(60))  // 60 s later by the client's clock, 160 s by the broker's
+    let restarted = TrackerDataManager(
+      cache: try CardCache(persistence: SQLiteCachePersistence(path: path)), topics: ["earnings"], configuration: configuration)
+    #expect(restarted.modes.browse.isEmpty)
   }
 
   /// The broker's server time corrects the client's clock by at most a day either way, and a
