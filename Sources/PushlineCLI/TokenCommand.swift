@@ -58,8 +58,9 @@ struct TokenCommand: AsyncParsableCommand {
   }
 
   /// When a token minted at `nowMillis` for `ttl` seconds expires, in Unix milliseconds of a
-  /// whole second: JWT's `exp` is a NumericDate, which some libraries read as an integer only.
+  /// whole second, rounded up so the token lives at least `ttl`: JWT's `exp` is a NumericDate,
+  /// which some libraries read as an integer only.
   static func expiry(ttl: Int, nowMillis: Int64) -> Int64 {
-    (nowMillis / 1000 + Int64(ttl)) * 1000
+    ((nowMillis + 999) / 1000 + Int64(ttl)) * 1000
   }
 }

@@ -15,6 +15,9 @@ public final class CardCache: Sendable {
 
   private let persistence: (any CachePersistence)?
   private let state: Mutex<State>
+  /// Held through a flush: flushes write one at a time, so an older copy of a topic, taken by
+  /// one flush, cannot be written after a newer one taken by the next.
+  private let writing = Mutex(())
 
   /// A cache loaded from `persistence` (or empty and memory-only when `nil`).
   ///
@@ -57,6 +60,11 @@ public final class CardCache: Sendable {
   ///   next flush.
   public func flush() throws {
     guard let persistence else { return }
+    try writing.withLock { _ in try write(to: persistence) }
+  }
+
+  /// Writes what changed since the last write; see ``flush()``.
+  private func write(to persistence: any CachePersistence) throws {
     let (changed, skew) = state.withLock { state in
       defer { (state.dirty, state.isClockSkewDirty) = ([], false) }
       return (state.dirty.compactMap { state.topics[$0] }, state.isClockSkewDirty ? state.clockSkewMillis : nil)

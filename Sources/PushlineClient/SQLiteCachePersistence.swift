@@ -73,6 +73,7 @@ public final class SQLiteCachePersistence: CachePersistence {
     }
   }
 
+  /// Stores the clock skew, replacing the one stored.
   public func saveClockSkew(_ skewMillis: Int64) throws {
     try database.write { db in
       try db.execute(sql: "INSERT OR REPLACE INTO clock (id, skewMillis) VALUES (0, ?)", arguments: [skewMillis])

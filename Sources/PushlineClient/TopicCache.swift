@@ -8,8 +8,8 @@ public struct TopicCache: Hashable, Sendable {
   public var epoch: Int64?
   /// The `throughOffset` of the last applied update.
   public var position: Int64?
-  /// When the broker last vouched for the topic (an update or a watermark), in the broker's
-  /// Unix milliseconds: the "verified at" time.
+  /// When the broker last vouched for the topic (a complete update, a watermark or a
+  /// snapshot), in the broker's Unix milliseconds: the "verified at" time.
   public var verifiedAtMillis: Int64?
   public var cards: [String: CachedCard]
   /// While a snapshot sent in parts arrives: the offset the whole reaches. `nil` otherwise.

@@ -234,11 +234,11 @@ public final class TrackerDataManager: Sendable {
     return overflow ? nil : min(max(difference, -maximumSkewMillis), maximumSkewMillis)
   }
 
-  /// The broker's clock when the client's reads `nowMillis`, saturating at the ends of `Int64`
-  /// (only an injected clock gets there).
   /// A card's key among the announced bulletins.
   private static func key(_ topic: String, _ cardID: String) -> String { topic + "\u{0}" + cardID }
 
+  /// The broker's clock when the client's reads `nowMillis`, saturating at the ends of `Int64`
+  /// (only an injected clock gets there).
   private static func brokerMillis(_ nowMillis: Int64, skew: Int64) -> Int64 {
     let (sum, overflow) = nowMillis.addingReportingOverflow(skew)
     return overflow ? (skew < 0 ? .min : .max) : sum

@@ -73,7 +73,7 @@ public struct RPCServer: Sendable {
       self.handshakeTimeout = handshakeTimeout
       self.gracePeriod = gracePeriod
       self.lameDuckPeriod = lameDuckPeriod
-    self.reconnectSpread = reconnectSpread
+      self.reconnectSpread = reconnectSpread
       self.maxConnectionsPerSecond = maxConnectionsPerSecond
       self.metrics = metrics
       self.logger = logger

@@ -151,8 +151,9 @@ struct ServeSettingsTests {
   /// text (which would turn each invalid sequence into the same three bytes).
   @Test func aSecretFileOfRandomBytesIsReadByteForByte() throws {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-secret-\(UUID())").path
-    let secret = (0..<32).map { UInt8(truncatingIfNeeded: 0x85 + $0 * 37) } + [0xFF, 0xC3]
-    try Data(secret + [0x0D, 0x0A]).write(to: URL(fileURLWithPath: path))
+    // Not UTF-8, and ending in a carriage return's and a line feed's bytes, which are the secret's.
+    let secret = (0..<32).map { UInt8(truncatingIfNeeded: 0x85 + $0 * 37) } + [0xFF, 0xC3, 0x0D, 0x0A]
+    try Data(secret).write(to: URL(fileURLWithPath: path))
     defer { try? FileManager.default.removeItem(atPath: path) }
     let settings = try Self.merge(file: #"{"tokenSecretFile": "\#(path)"}"#)
     #expect(try settings.readTokenSecret(environment: [:]) == secret)
