@@ -212,16 +212,12 @@ struct OutboundQueueTests {
   /// positioned at its last card; the rest follow as changes, in order, each part under the
   /// budget (plus a card).
   @Test func aSnapshotOverTheByteBudgetGoesInParts() throws {
-    var queue = OutboundQueue()
-    var snapshot = EncodedTopicUpdate(topic: "t", epoch: 1, throughOffset: 50)
-    snapshot.snapshot = true
-    snapshot.changes = Self.largeChanges(40)
-    queue.append(snapshot: snapshot)
+    var queue = Self.queueWithLargeSnapshot(of: 40, through: 50)
     let parts = try Self.takeAll(from: &queue, limit: 512)
     #expect(parts.map(\.changes.count) == [18, 18, 4])
     #expect(parts[0].isSnapshot && parts[0].throughOffset == 18)
     #expect(parts.dropFirst().allSatisfy { !$0.isSnapshot })
-    #expect(parts.flatMap(\.changes) == snapshot.changes)
+    #expect(parts.flatMap(\.changes) == Self.largeChanges(40))
     #expect(parts.allSatisfy { $0.changes.reduce(0) { $0 + ($1.card?.encodedSize() ?? 0) } < OutboundQueue.maxTakeBytes + 61_000 })
     // With the last part the client holds the whole snapshot: positioned at its offset, and
     // complete; the parts before it are neither.
@@ -256,11 +252,7 @@ struct OutboundQueueTests {
   /// A change queued behind a snapshot in parts does not join its last part (which is
   /// complete at the snapshot's offset): it goes in an update of its own.
   @Test func aChangeBehindASnapshotsLastPartTravelsInAnUpdateOfItsOwn() throws {
-    var queue = OutboundQueue()
-    var snapshot = EncodedTopicUpdate(topic: "t", epoch: 1, throughOffset: 30)
-    snapshot.snapshot = true
-    snapshot.changes = Self.largeChanges(20)
-    queue.append(snapshot: snapshot)
+    var queue = Self.queueWithLargeSnapshot(of: 20, through: 30)
     queue.append(EncodedCardChange(upserting: EncodedCard(card("c1", 31)), offset: 31), topic: "t")
     let first = try queue.take(limit: 512) { _ in 1 }.map(readOffTheWire)
     let rest = try queue.take(limit: 512) { _ in 1 }.map(readOffTheWire)
@@ -318,6 +310,16 @@ struct OutboundQueueTests {
   /// Changes of cards c1…c`count` of 60 KB each, at offsets 1…`count`: 18 fill a take's bytes.
   static func largeChanges(_ count: Int) -> [EncodedCardChange] {
     (1...count).map { EncodedCardChange(upserting: EncodedCard(titled("c\($0)", bytes: 60_000)), offset: Int64($0)) }
+  }
+
+  /// A queue holding a snapshot of topic `t` at `offset`: `count` of ``largeChanges(_:)``.
+  static func queueWithLargeSnapshot(of count: Int, through offset: Int64) -> OutboundQueue {
+    var queue = OutboundQueue()
+    var snapshot = EncodedTopicUpdate(topic: "t", epoch: 1, throughOffset: offset)
+    snapshot.snapshot = true
+    snapshot.changes = largeChanges(count)
+    queue.append(snapshot: snapshot)
+    return queue
   }
 
   /// Every update `queue` holds, taken `limit` changes at a time, as the wire carries them.
