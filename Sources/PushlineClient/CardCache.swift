@@ -33,10 +33,15 @@ public final class CardCache: Sendable {
   /// stored when none was noted since the cache was loaded.
   public var clockSkewMillis: Int64? { state.withLock { $0.clockSkewMillis } }
 
-  /// Notes the broker's clock minus the client's, written behind with the cards.
+  /// Notes the broker's clock minus the client's, written behind with the cards. A skew within
+  /// a second of the one noted changes nothing: expiry is in whole seconds, and every update's
+  /// sample differs by a few milliseconds, which would add a write to every flush.
   public func noteClockSkew(_ skewMillis: Int64) {
     state.withLock { state in
-      guard state.clockSkewMillis != skewMillis else { return }
+      if let noted = state.clockSkewMillis {
+        let (difference, overflow) = skewMillis.subtractingReportingOverflow(noted)
+        guard overflow || difference.magnitude >= 1000 else { return }
+      }
       state.clockSkewMillis = skewMillis
       state.isClockSkewDirty = true
     }

@@ -18,8 +18,6 @@ public final class ConnectionManager: Sendable {
   private let sleep: @Sendable (Duration) async throws -> Void
   private let unitRandom: @Sendable () -> Double
   private let state = Mutex(ConnectionState())
-  /// Whether the broker has answered a call of the current session.
-  private let sessionAnswered = Atomic(false)
   private let observers = Mutex<[Int: AsyncStream<ConnectionState>.Continuation]>([:])
   private let nextObserver = Mutex(0)
 
@@ -68,9 +66,11 @@ public final class ConnectionManager: Sendable {
       update(.connecting(attempt: attempts))
       var retryAfter: Duration = .zero
       let reason: String
+      // Each answer of the broker's (a snapshot pulled, a stream's update) is applied to the
+      // tracker: the session was answered if the count grew.
+      let appliedBefore = tracker.appliedCount
       do {
         try await connector.withSession { session in
-          let session = AnsweredSession(session: session) { self.sessionAnswered.store(true, ordering: .relaxed) }
           try await withThrowingTaskGroup(of: Void.self) { group in
             // The services' first calls go out with the handshake; live once it is answered.
             for service in services { group.addTask { try await service.run(in: session, tracker: self.tracker) } }
@@ -94,7 +94,7 @@ public final class ConnectionManager: Sendable {
         reason = "\(error)"
       }
       try? tracker.cache.flush()
-      if sessionAnswered.exchange(false, ordering: .relaxed) { failures = 0 }
+      if tracker.appliedCount > appliedBefore { failures = 0 }
       failures += 1
       let delay = max(retryAfter, backoff.delay(attempt: failures, unit: unitRandom()))
       update(.backingOff(untilMillis: nowMillis() + delay.milliseconds, reason: reason))

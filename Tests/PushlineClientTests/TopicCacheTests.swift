@@ -141,6 +141,18 @@ struct TopicCacheTests {
     #expect(topic.awaitingSnapshot.isEmpty && topic.snapshotThroughOffset == nil)
   }
 
+  /// A clock skew within a second of the one noted is not noted (nor written): each update's
+  /// sample differs by milliseconds, and expiry is in whole seconds.
+  @Test func aClockSkewIsNotedOnlyWhenItMovesByASecond() throws {
+    let cache = try CardCache(persistence: nil)
+    cache.noteClockSkew(100_000)
+    cache.noteClockSkew(100_400)
+    cache.noteClockSkew(99_100)
+    #expect(cache.clockSkewMillis == 100_000)
+    cache.noteClockSkew(101_500)
+    #expect(cache.clockSkewMillis == 101_500)
+  }
+
   @Test func aRestartedClientHasItsCardsAndPositions() throws {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-cache-\(UInt32.random(in: 0...UInt32.max))/cache.sqlite").path
     defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
