@@ -177,9 +177,11 @@ public final class Broker: Sendable {
   ///
   /// - Throws: the ``RPCError`` that ended the subscription.
   func readyUpdates(for subscription: Subscription) throws(RPCError) -> [AssembledTopicUpdate] {
+    let now = configuration.nowMillis()
+    // Between two ticks, the take finds the expiry first: ended here, so that it is logged.
+    if subscription.principal.expiresAtMillis <= now { endExpired(subscription) }
     let overflowed = subscription.topicsNeedingSnapshot
     if !overflowed.isEmpty {
-      let now = configuration.nowMillis()
       state.withLock { state in
         for name in overflowed {
           let topic = Self.topic(name, in: &state)
@@ -187,7 +189,7 @@ public final class Broker: Sendable {
         }
       }
     }
-    let updates = try subscription.takeReady(maxChanges: configuration.maxChangesPerUpdate, nowMillis: configuration.nowMillis()) ?? []
+    let updates = try subscription.takeReady(maxChanges: configuration.maxChangesPerUpdate, nowMillis: now) ?? []
     if !updates.isEmpty {
       configuration.metrics.deliveredChanges.increment(by: updates.reduce(0) { $0 + $1.changeCount })
     }
@@ -231,10 +233,7 @@ public final class Broker: Sendable {
       queued += depth
       longest = max(longest, depth)
       if subscription.principal.expiresAtMillis <= now {
-        // Once: a subscription whose connection takes no bytes keeps its end until it closes.
-        if subscription.end(with: Subscription.tokenExpired) {
-          configuration.logger.info("a subscription's token expired", metadata: ["subject": "\(subscription.principal.subject)"])
-        }
+        endExpired(subscription)
       } else {
         subscription.markWatermarksDueIfIdle(nowMillis: now, intervalMillis: interval)
       }
@@ -242,6 +241,15 @@ public final class Broker: Sendable {
     configuration.metrics.queuedChanges.record(queued)
     configuration.metrics.longestQueue.record(longest)
     pruneAgedTombstones(nowMillis: now)
+  }
+
+  /// Ends `subscription`, whose token has expired, with UNAUTHENTICATED, and logs it — once:
+  /// a subscription whose connection takes no bytes keeps its end until it closes, and both
+  /// the tick and a take may find it expired.
+  private func endExpired(_ subscription: Subscription) {
+    if subscription.end(with: Subscription.tokenExpired) {
+      configuration.logger.info("a subscription's token expired", metadata: ["subject": "\(subscription.principal.subject)"])
+    }
   }
 
   /// Calls ``tick()`` every `interval` until the task is cancelled.

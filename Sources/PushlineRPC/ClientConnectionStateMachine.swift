@@ -244,7 +244,10 @@ public struct ClientConnectionStateMachine: Sendable {
       let refused = open.calls.filter { $0 > goAway.lastCallID }.sorted()
       open.calls.subtract(refused)
       for callID in refused { open.messages.discard(callID: callID) }
-      let finishes = refused.map { finish($0, .unavailable, "the server went away before serving the call") }
+      // The server never saw these calls: they are safe to retry, and when is the GOAWAY's hint.
+      var status = Self.status(.unavailable, "the server went away before serving the call")
+      status.retryAfterMillis = goAway.retryAfterMillis
+      let finishes = refused.map { Action.finishCall(callID: $0, status: status) }
       return [.goAwayReceived(goAway)] + finishes + closeIfDrained(open)
     case .handshake, .callStart, .cancel:
       return violation("a server may not send \(frame.kind) here", open: open)

@@ -546,8 +546,10 @@ struct BrokerTests {
 
   /// A stream ends with UNAUTHENTICATED once its token expires: at the broker's tick, or —
   /// when an update is ready sooner — at the take, so nothing is delivered past the expiry.
+  /// Either way the end is logged, once.
   @Test(arguments: [true, false]) func aStreamEndsWhenItsTokenExpires(ticked: Bool) async throws {
-    let broker = try await makeBroker()
+    let records = RecordingLogHandler.Records()
+    let broker = try await makeBroker { $0.logger = RecordingLogHandler.logger(into: records) }
     let subscription = try broker.subscribe(
       SubscribeRequest(topics: [TopicPosition(topic: "t")]),
       for: principal(.subscriber, expiresAtMillis: clock.now + 5000))
@@ -555,6 +557,8 @@ struct BrokerTests {
     clock.advance(by: .seconds(5))
     if ticked { broker.tick() } else { try await broker.publish("t", [card("a", 1)]) }
     await expectStatus(.unauthenticated) { try await broker.nextUpdates(for: subscription) }
+    broker.tick()
+    #expect(records.all.filter { $0.message == "a subscription's token expired" }.count == 1)
   }
 
   @Test func aStorageFailureFailsThePublishAndOffsetsAreNotReused() async throws {

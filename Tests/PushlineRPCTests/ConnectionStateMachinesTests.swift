@@ -119,6 +119,22 @@ struct ConnectionStateMachinesTests {
     #expect(pair.client.isClosed && pair.server.isClosed)
   }
 
+  /// A call the client started after the server's GOAWAY left (crossing it on the wire) was
+  /// never served: it ends UNAVAILABLE with the GOAWAY's retry-after hint, so that a client of
+  /// a draining server waits as long as its other calls were told to.
+  @Test func aCallCrossingTheGoAwayEndsWithItsRetryHint() throws {
+    var pair = Pair.connected()
+    let (callID, _) = pair.client.startCall(CallStart(method: "/m"))  // its frames cross the GOAWAY
+    var goAway = GoAway(lastCallID: 0)
+    goAway.code = StatusCode.unavailable.rawValue
+    goAway.retryAfterMillis = 2_500
+    let received = pair.client.received(.frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes())))
+    // After the GOAWAY's own event, the refused call's end.
+    let status = try #require(Self.statuses(ending: [callID], in: Array(received.dropFirst())).first)
+    #expect(status.code == StatusCode.unavailable.rawValue)
+    #expect(status.retryAfterMillis == 2_500)
+  }
+
   @Test func callsOpenWhenTheConnectionDropsEndUnavailable() throws {
     var pair = Pair.connected()
     let (first, startFirst) = pair.client.startCall(CallStart(method: "/a"))
