@@ -26,7 +26,11 @@ import Synchronization
 ///
 /// Cards are stored as their protobuf bytes, so a card from a newer schema keeps its unknown
 /// fields across restarts.
+///
+/// One broker at a time: the storage holds the directory's lock (``DataDirectoryLock``) for
+/// as long as it lives, and a second one on the same directory is refused.
 public final class SQLiteBrokerStorage: BrokerStorage {
+  private let lock: DataDirectoryLock
   private let database: DatabasePool
   /// Whose rows a ``StoredRowError`` names.
   private static let store = "the broker's"
@@ -70,11 +74,15 @@ public final class SQLiteBrokerStorage: BrokerStorage {
   /// more than half as many itself.
   static let collectionThreshold = 4096
 
-  /// Opens (creating if needed) `broker.sqlite` in `directory`.
+  /// Opens (creating if needed) `broker.sqlite` in `directory`, and holds the directory
+  /// until the storage goes.
   ///
-  /// - Throws: when the directory cannot be created or the database cannot be opened or migrated.
+  /// - Throws: ``DataDirectoryInUseError`` when another broker holds the directory; otherwise
+  ///   when the directory cannot be created or locked, or the database cannot be opened or
+  ///   migrated.
   public init(directory: String) throws {
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    lock = try DataDirectoryLock(directory: directory)
     var configuration = Configuration()
     configuration.prepareDatabase { db in
       try db.execute(sql: "PRAGMA synchronous = FULL")

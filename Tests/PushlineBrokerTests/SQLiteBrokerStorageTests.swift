@@ -62,6 +62,22 @@ struct SQLiteBrokerStorageTests {
     #expect(updates.first?.isSnapshot == true)
   }
 
+  /// One broker per data directory: a second storage on it is refused, naming the process
+  /// that holds it, and the directory opens again once the first storage has gone (as it does
+  /// when a killed broker's process dies).
+  @Test func aSecondBrokerOnTheSameDirectoryIsRefused() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    do {
+      let first = try SQLiteBrokerStorage(directory: directory)
+      let refusal = withExtendedLifetime(first) {
+        #expect(throws: DataDirectoryInUseError.self) { try SQLiteBrokerStorage(directory: directory) }
+      }
+      #expect(refusal == DataDirectoryInUseError(directory: directory, holder: getpid()))
+    }
+    let reopened = try await Broker(storage: try SQLiteBrokerStorage(directory: directory))
+    #expect(try await reopened.publish("t", [card("a", 1)]).firstOffset == 1)
+  }
+
   /// A new database gets 16 KiB pages; one made before keeps its 4 KiB pages and still serves.
   @Test func aNewDatabaseHasLargePagesAndAnOldOneKeepsItsOwn() async throws {
     defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -97,10 +113,12 @@ struct SQLiteBrokerStorageTests {
       for version in 1...3000 { try await broker.publish("t", [card("a", version)]) }
     }
     #expect(try rows() == 3001)  // under the threshold: nothing deleted yet
-    let broker = try await open()
-    for version in 3001...4500 { try await broker.publish("t", [card("a", version)]) }
-    let left = try rows()
-    #expect(left >= 2 && left < SQLiteBrokerStorage.collectionThreshold, "\(left) rows")
+    do {
+      let broker = try await open()
+      for version in 3001...4500 { try await broker.publish("t", [card("a", version)]) }
+      let left = try rows()
+      #expect(left >= 2 && left < SQLiteBrokerStorage.collectionThreshold, "\(left) rows")
+    }
     let again = try await open()
     let cards = try again.cards(in: "t", for: reader).changes
     let last = try cards.last?.card?.decoded()
@@ -150,14 +168,18 @@ struct SQLiteBrokerStorageTests {
       try await broker.publish("t", [], removing: removed)
       try await broker.publish("t", [card("y", 2)])  // the prune commits with or before this
     }
-    let broker = try await open()
-    #expect(try broker.cards(in: "t", for: reader).changes.map(\.cardID) == ["y"])
-    #expect(broker.state.withLock { $0.topics["t"]!.tombstoneCount } == 0)
-    try await broker.publish("t", [card("x3", 3)])  // a card of that ID again: new, and live
+    do {
+      let broker = try await open()
+      #expect(try broker.cards(in: "t", for: reader).changes.map(\.cardID) == ["y"])
+      #expect(broker.state.withLock { $0.topics["t"]!.tombstoneCount } == 0)
+      try await broker.publish("t", [card("x3", 3)])  // a card of that ID again: new, and live
+    }
     #expect(try await open().cards(in: "t", for: reader).changes.map(\.cardID) == ["y", "x3"])
     // Once enough is superseded to collect, the removed cards' rows go, tombstones included.
-    let again = try await open()
-    for version in 3...(SQLiteBrokerStorage.collectionThreshold + 3) { try await again.publish("t", [card("y", version)]) }
+    do {
+      let again = try await open()
+      for version in 3...(SQLiteBrokerStorage.collectionThreshold + 3) { try await again.publish("t", [card("y", version)]) }
+    }
     let left = try await Self.databaseQueue(directory + "/broker.sqlite").read { db in
       try String.fetchAll(db, sql: "SELECT cardID FROM cardVersion WHERE cardID LIKE 'x%'")
     }
