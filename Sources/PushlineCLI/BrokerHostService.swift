@@ -6,6 +6,12 @@ import ServiceLifecycle
 /// a GOAWAY to every client, spread over the lame-duck period and each ending its connection's
 /// subscriptions, the grace period for calls in progress, then cancellation of what still runs.
 /// Cancelled instead, it stops at once, without the grace period.
+///
+/// Cancelled at all — before its graceful shutdown (SIGQUIT in `serve`) or during it (the
+/// group's `maximumGracefulShutdownDuration` passed) — ``run()`` throws `CancellationError`
+/// once the broker has stopped, never returns: calls were cut short, and the group, then
+/// `serve`, must fail rather than end as if the shutdown were graceful. (A service that throws
+/// during the group's graceful shutdown makes the group cancel the others and rethrow its error.)
 struct BrokerHostService: Service {
   var brokerHost: BrokerHost
   /// Called once, with the bound address, when the broker serves.
@@ -20,6 +26,9 @@ struct BrokerHostService: Service {
       try await gracefulShutdown()
       onStopping()
     }
+    // The server stops at once on cancellation during its shutdown too, but then returns as
+    // from a graceful one.
+    try Task.checkCancellation()
   }
 }
 

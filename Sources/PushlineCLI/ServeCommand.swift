@@ -26,7 +26,9 @@ struct ServeCommand: AsyncParsableCommand {
       $PUSHLINE_CONFIG), keyed by the flag's name in camel case (dataDir). A flag beats the \
       environment, which beats the file. Tokens are checked with the secret in \
       $PUSHLINE_TOKEN_SECRET or in the file named by --token-secret-file (or \
-      PUSHLINE_TOKEN_SECRET_FILE, or tokenSecretFile); a config file never holds the secret itself.
+      PUSHLINE_TOKEN_SECRET_FILE, or tokenSecretFile); a config file never holds the secret itself. \
+      pushline token finds the secret the same way, so pushline token --config with this file \
+      mints the broker's tokens.
       """
   )
 

@@ -9,8 +9,11 @@ struct TokenCommand: AsyncParsableCommand {
     commandName: "token",
     abstract: "Mint an auth token (a JWT signed with HS256).",
     discussion: """
-      The secret comes from $PUSHLINE_TOKEN_SECRET or --token-secret-file, and must be the \
-      broker's. A topic ending in * covers every topic with that prefix.
+      The secret must be the broker's, and is found where pushline serve finds it: in the file \
+      named by --token-secret-file, else in $PUSHLINE_TOKEN_SECRET or the file named by \
+      $PUSHLINE_TOKEN_SECRET_FILE, else in the file named by tokenSecretFile in serve's config \
+      file (--config or $PUSHLINE_CONFIG), which is checked as serve checks it. A topic ending \
+      in * covers every topic with that prefix.
       """
   )
 

@@ -1,33 +1,36 @@
 import ArgumentParser
 import Foundation
 
-/// Where the token secret comes from: a file named on the command line or by
-/// `PUSHLINE_TOKEN_SECRET_FILE`, or the `PUSHLINE_TOKEN_SECRET` environment variable, as for
-/// `serve` — never from code or a flag's value, which would end up in shell history and
+/// Where `token` finds the token secret: where `serve` finds it, by the same code
+/// (``ServeSettings/load(flags:configPath:environment:)`` and
+/// ``ServeSettings/readTokenSecret(environment:)``) — `--token-secret-file`, else
+/// `PUSHLINE_TOKEN_SECRET_FILE` or `PUSHLINE_TOKEN_SECRET`, else `tokenSecretFile` in the config
+/// file named by `--config` or `PUSHLINE_CONFIG` — so that whatever configures a broker also
+/// mints its tokens. Never from code or a flag's value, which would end up in shell history and
 /// process listings.
 struct TokenSecretOptions: ParsableArguments {
   /// The environment variable holding the secret.
   static let environmentVariable = "PUSHLINE_TOKEN_SECRET"
 
-  @Option(help: "A file holding the token secret (at least 32 bytes; trailing newline ignored). Default: $PUSHLINE_TOKEN_SECRET_FILE, else $PUSHLINE_TOKEN_SECRET.")
+  @Option(help: ArgumentHelp(
+    "The config file of pushline serve, for its tokenSecretFile; checked as serve checks it (default: $PUSHLINE_CONFIG).",
+    valueName: "file"))
+  var config: String?
+
+  @Option(help: ArgumentHelp(
+    "A file holding the token secret (at least 32 bytes; trailing newline ignored). Default: $PUSHLINE_TOKEN_SECRET_FILE, else $PUSHLINE_TOKEN_SECRET, else the config file's tokenSecretFile.",
+    valueName: "file"))
   var tokenSecretFile: String?
 
-  /// The secret's bytes: from the flag's file, else from the environment's two variables as
-  /// `serve` reads them (`token` reads no config file).
+  /// The secret's bytes, read as `serve` reads them: the flag, else the environment, else the
+  /// config file. The environment and the config file are checked whole, as `serve` checks
+  /// them, so a file `serve` refuses is refused here too, with the same message.
+  ///
+  /// - Throws: a ``CommandFailure`` as ``ServeSettings/load(flags:configPath:environment:)`` and
+  ///   ``ServeSettings/readTokenSecret(environment:)`` throw.
   func secret(environment: [String: String] = ProcessInfo.processInfo.environment) throws(CommandFailure) -> [UInt8] {
-    let (secretVariable, fileVariable) = (Self.environmentVariable, Self.environmentVariable + "_FILE")
-    let secret = environment[secretVariable].flatMap { $0.isEmpty ? nil : $0 }
-    let file = environment[fileVariable].flatMap { $0.isEmpty ? nil : $0 }
-    if let path = tokenSecretFile ?? file {
-      guard tokenSecretFile != nil || secret == nil else { throw CommandFailure("set \(secretVariable) or \(fileVariable), not both") }
-      return try Self.read(file: path)
-    }
-    guard let secret else {
-      throw CommandFailure(
-        "no token secret: set \(secretVariable), or name a file holding it with \(fileVariable) or --token-secret-file "
-          + "(generate one with: openssl rand -hex 32)")
-    }
-    return Array(secret.utf8)
+    let flags = ServeSettings.Layer(tokenSecret: tokenSecretFile.map { .file($0) })
+    return try ServeSettings.load(flags: flags, configPath: config, environment: environment).readTokenSecret(environment: environment)
   }
 
   /// The bytes of the file at `path`: a text file (valid UTF-8) without its trailing line

@@ -29,6 +29,31 @@ struct BrokerHostServiceTests {
     #expect(events.withLock { $0 } == ["serving", "stopping"])
   }
 
+  /// A graceful shutdown cut short — the service group cancels what still runs once its
+  /// deadline passes — ends in a `CancellationError`, not a normal return: the group then
+  /// fails, and `serve` exits with a failure status, since calls were cut off. The task is
+  /// cancelled from `onStopping`, so the cancellation surely lands during the shutdown.
+  @Test func aGracefulShutdownCutShortThrowsCancellationError() async throws {
+    let events = Mutex<[String]>([])
+    let brokerHost = BrokerHost(
+      storage: InMemoryBrokerStorage(), configuration: BrokerConfiguration(),
+      secret: Array("0123456789abcdef0123456789abcdef".utf8), host: "127.0.0.1", port: 0)
+    let running = Task {
+      try await testGracefulShutdown { trigger in
+        let service = BrokerHostService(
+          brokerHost: brokerHost,
+          onServing: { _ in trigger.triggerGracefulShutdown() },
+          onStopping: {
+            events.withLock { $0.append("stopping") }
+            withUnsafeCurrentTask { $0?.cancel() }
+          })
+        try await service.run()
+      }
+    }
+    await #expect(throws: CancellationError.self) { try await running.value }
+    #expect(events.withLock { $0 } == ["stopping"])
+  }
+
   /// ServiceLifecycle logs each service's description at `debug`: it names the address and
   /// not the token secret.
   @Test func theServiceDescribesItselfWithoutTheSecret() {
