@@ -228,7 +228,7 @@ struct TopicCacheTests {
     #expect(topic.position == 2 && topic.cards.mapValues(\.card) == ["a": card("a", priority: 1)])
 
     (topic.snapshotThroughOffset, topic.awaitingSnapshot) = (9, ["a"])
-    try persistence.save([topic])
+    try persistence.save([topic], clockSkewMillis: nil)
     // An earlier build's own writes, positional as they were: the file still takes them.
     try Self.databaseQueue(path).write { db in
       try db.execute(sql: "INSERT OR REPLACE INTO topic VALUES ('t', 7, 5, NULL)")
