@@ -53,4 +53,50 @@ struct CardCacheFlushTests {
     #expect(try persistence.load() == [moved])
     #expect(try persistence.loadClockSkew() == 100_000)
   }
+
+  /// Flushes write one at a time: the write-behind task's flush, held in its save with the
+  /// topic at position 1, and the session's end flushing position 2 meanwhile, do not
+  /// overlap, and the copy stored last is the newest. Ten rounds: were flushes not one at a
+  /// time, the second would overlap the first only if it reached its save before the first is
+  /// let go — nearly always, but no signal can wait for it, as none would come while flushes
+  /// are one at a time.
+  @Test(.timeLimit(.minutes(1))) func overlappingFlushesWriteOneAtATimeNewestLast() async throws {
+    for _ in 1...10 {
+      let persistence = RecordingPersistence(firstSave: .isHeld)
+      let cache = try CardCache(persistence: persistence)
+      var started = persistence.started.makeAsyncIterator()
+      cache.apply(update("t", from: 1, [card("a", priority: 1)], snapshot: true), receivedAtMillis: 0)
+      async let first: Void = onThread { try cache.flush() }
+      #expect(await started.next()?.topics.map(\.position) == [1])  // held in its save
+      cache.apply(update("t", from: 2, [card("b", priority: 1)]), receivedAtMillis: 0)
+      let (secondFlushing, flushing) = AsyncStream<Void>.makeStream()
+      async let second: Void = onThread {
+        flushing.yield()
+        try cache.flush()
+      }
+      var signals = secondFlushing.makeAsyncIterator()
+      await signals.next()
+      persistence.release()
+      try await first
+      try await second
+      #expect(!persistence.overlapped)
+      #expect(persistence.saves.map { $0.topics.map(\.position) } == [[1], [2]])
+      #expect(persistence.topic("t")?.position == 2)
+    }
+  }
+
+  /// Runs `body` on a thread of its own, which it may block (a flush is synchronous, and the
+  /// cooperative pool must not be), and returns when it does.
+  private func onThread(_ body: @escaping @Sendable () throws -> Void) async throws {
+    try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
+      Thread {
+        do {
+          try body()
+          done.resume()
+        } catch {
+          done.resume(throwing: error)
+        }
+      }.start()
+    }
+  }
 }

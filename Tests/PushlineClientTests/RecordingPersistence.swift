@@ -42,6 +42,7 @@ final class RecordingPersistence: CachePersistence {
   private let held = DispatchSemaphore(value: 0)
   private let state = Mutex(State())
 
+  /// An empty persistence whose first save does as `firstSave` says.
   init(firstSave: FirstSave = .stores) {
     self.firstSave = firstSave
     (started, startedContinuation) = AsyncStream.makeStream()
