@@ -4,7 +4,7 @@ import Synchronization
 
 /// The client's cards per topic, in memory, written behind to a ``CachePersistence``:
 /// updates apply at memory speed, and ``flush()`` stores the changed topics in one atomic
-/// write, cards and positions together.
+/// write, cards and positions together, with the clock skew when it changed.
 public final class CardCache: Sendable {
   private struct State {
     var topics: [String: TopicCache]
@@ -59,37 +59,30 @@ public final class CardCache: Sendable {
     }
   }
 
-  /// Writes the topics, and the clock skew, changed since the last flush.
+  /// Writes the topics, and the clock skew, changed since the last flush, in one save of the
+  /// persistence's (none when nothing changed).
   ///
-  /// - Throws: whatever the persistence throws; what it did not write stays dirty for the
-  ///   next flush.
+  /// - Throws: whatever the persistence throws; the topics and the skew it did not write stay
+  ///   dirty for the next flush.
   public func flush() throws {
     guard let persistence else { return }
     try writing.withLock { _ in try write(to: persistence) }
   }
 
-  /// Writes what changed since the last write; see ``flush()``.
+  /// Writes what changed since the last write, in one save; see ``flush()``.
   private func write(to persistence: any CachePersistence) throws {
     let (changed, skew) = state.withLock { state in
       defer { (state.dirty, state.isClockSkewDirty) = ([], false) }
       return (state.dirty.compactMap { state.topics[$0] }, state.isClockSkewDirty ? state.clockSkewMillis : nil)
     }
-    if let skew {
-      do {
-        try persistence.saveClockSkew(skew)
-      } catch {
-        state.withLock { state in
-          state.isClockSkewDirty = true
-          state.dirty.formUnion(changed.map(\.topic))
-        }
-        throw error
-      }
-    }
-    guard !changed.isEmpty else { return }
+    guard !changed.isEmpty || skew != nil else { return }
     do {
-      try persistence.save(changed)
+      try persistence.save(changed, clockSkewMillis: skew)
     } catch {
-      state.withLock { state in state.dirty.formUnion(changed.map(\.topic)) }
+      state.withLock { state in
+        state.dirty.formUnion(changed.map(\.topic))
+        if skew != nil { state.isClockSkewDirty = true }
+      }
       throw error
     }
   }

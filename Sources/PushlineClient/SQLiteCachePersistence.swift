@@ -73,13 +73,6 @@ public final class SQLiteCachePersistence: CachePersistence {
     }
   }
 
-  /// Stores the clock skew, replacing the one stored.
-  public func saveClockSkew(_ skewMillis: Int64) throws {
-    try database.write { db in
-      try db.execute(sql: "INSERT OR REPLACE INTO clock (id, skewMillis) VALUES (0, ?)", arguments: [skewMillis])
-    }
-  }
-
   /// Every stored topic.
   ///
   /// - Throws: a ``StoredRowError`` for the first row that does not decode; GRDB's error
@@ -124,8 +117,17 @@ public final class SQLiteCachePersistence: CachePersistence {
     }
   }
 
-  public func save(_ topics: [TopicCache]) throws {
+  /// Replaces the stored copies of `topics` (their cards, positions and marks of a snapshot
+  /// in parts) and, unless `clockSkewMillis` is `nil`, the stored clock skew, in one
+  /// transaction.
+  ///
+  /// - Throws: GRDB's error when the file cannot be written; the transaction is then rolled
+  ///   back, and nothing stored.
+  public func save(_ topics: [TopicCache], clockSkewMillis: Int64?) throws {
     try database.write { db in
+      if let clockSkewMillis {
+        try db.execute(sql: "INSERT OR REPLACE INTO clock (id, skewMillis) VALUES (0, ?)", arguments: [clockSkewMillis])
+      }
       let insert = try db.cachedStatement(sql: "INSERT INTO card (topic, cardID, card, offset, receivedAtMillis) VALUES (?, ?, ?, ?, ?)")
       let awaiting = try db.cachedStatement(sql: "INSERT INTO awaitingSnapshot (topic, cardID) VALUES (?, ?)")
       for topic in topics {

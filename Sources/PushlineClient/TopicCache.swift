@@ -41,10 +41,13 @@ public struct TopicCache: Hashable, Sendable {
   /// Where to resume the subscription from.
   public var resumePosition: TopicPosition { TopicPosition(topic: topic, epoch: epoch, offset: position) }
 
-  /// What applying an update did.
+  /// What applying an update did, as its net effect: each card's last change in the update
+  /// counts, so a card it brings and then takes away is only removed, and one it takes away
+  /// and brings back is only upserted, at the version it brought last.
   public struct Outcome: Hashable, Sendable {
-    /// Cards upserted (new versions) and removed.
+    /// The cards the update brought, at their new versions, in the order it brought them.
     public var upserted: [CachedCard] = []
+    /// The IDs of the cards the update took away, each once.
     public var removed: [String] = []
     /// True when the update was a snapshot, replacing every card (for a snapshot in parts,
     /// its cards left out stay until the rest has arrived).
@@ -103,6 +106,11 @@ public struct TopicCache: Hashable, Sendable {
         snapshotThroughOffset = nil
       }
     }
+    // The net effect: a version superseded or taken away later in the update is no upsert,
+    // and a card brought back later no removal.
+    outcome.upserted.removeAll { cards[$0.card.cardID]?.offset != $0.offset }
+    var removed = Set<String>()
+    outcome.removed.removeAll { cards[$0] != nil || !removed.insert($0).inserted }
     // Verified at the update's time only when no card shown is older than that: after a
     // complete update (a watermark, the end of a backlog or catch-up) or a snapshot — not a
     // piece of a catch-up after hours away, whose other cards are still hours old — and while

@@ -14,7 +14,7 @@ import Synchronization
 /// sends should not make every card expire, or none. A server time so far from the client's
 /// clock that the difference does not fit in `Int64` is ignored, and the previous correction
 /// kept. Ranking: priority, highest first, then cardID, then topic — deterministic.
-/// Status: the last card that arrived asking to force the switch, while it stays valid;
+/// Status: the last card that arrived asking to force the switch, while it stays and is valid;
 /// otherwise the highest `statusModePriority` (then priority, then the ranking).
 public final class TrackerDataManager: Sendable {
   /// How the tracker behaves.
@@ -139,52 +139,37 @@ public final class TrackerDataManager: Sendable {
     return stream
   }
 
+  /// What one update of a batch did to its topic, with the clock correction its server time
+  /// gives.
+  private struct Step {
+    var topic: String
+    var outcome: TopicCache.Outcome
+    var skewMillis: Int64?
+  }
+
   /// Applies updates from the broker to the cache and announces new bulletins at once; the
   /// modes follow in a task of their own, so that a burst of updates costs one
   /// recomputation, not one per update (the mode stream keeps only the latest value anyway).
+  ///
+  /// A batch counts as its updates applied one by one, in order, and is observed as a whole:
+  /// each card's last change in it wins, so a card it brings and takes away again is neither
+  /// announced nor left forcing the status mode, and a bulletin it brings twice is announced
+  /// once, at its last version.
   public func apply(_ updates: [TopicUpdate]) {
     let now = configuration.nowMillis()
-    var arrivals: [(topic: String, card: CachedCard)] = []
-    var departures: [(topic: String, cardID: String)] = []
-    var replacedTopics: Set<String> = []
-    var skew: Int64?
-    for update in updates {
-      let outcome = cache.apply(update, receivedAtMillis: now)
-      if let serverTime = update.serverTimeMillis, let sample = Self.skew(serverTimeMillis: serverTime, nowMillis: now) { skew = sample }
-      arrivals += outcome.upserted.map { (update.topic, $0) }
-      departures += outcome.removed.map { (update.topic, $0) }
-      if outcome.replaced { replacedTopics.insert(update.topic) }
+    let steps = updates.map { update in
+      Step(
+        topic: update.topic, outcome: cache.apply(update, receivedAtMillis: now),
+        skewMillis: update.serverTimeMillis.flatMap { Self.skew(serverTimeMillis: $0, nowMillis: now) })
     }
     let (bulletins, bulletinObservers, schedule, flush) = state.withLock { state in
-      if let skew {
-        state.skewMillis = skew
-        cache.noteClockSkew(skew)
-      }
+      if let skew = steps.last(where: { $0.skewMillis != nil })?.skewMillis { cache.noteClockSkew(skew) }
       let flush = !state.isFlushScheduled
       state.isFlushScheduled = true
       state.generation += 1
       let schedule = !state.isPublishScheduled && !state.modeObservers.isEmpty
       if schedule { state.isPublishScheduled = true }
-      // A card that leaves is forgotten: announced again if it comes back, and no memory of
-      // it kept. A snapshot may start a new epoch, whose offsets say nothing of the old one's.
-      for (topic, cardID) in departures { state.announced[Self.key(topic, cardID)] = nil }
-      if let forced = state.forced, replacedTopics.contains(forced.topic) { state.forced = nil }
-      var bulletins: [TrackerBulletin] = []
-      for (topic, cached) in arrivals.sorted(by: { $0.card.offset < $1.card.offset }) {
-        let key = Self.key(topic, cached.card.cardID)
-        if cached.card.shouldForceSwitchStatusMode == true, state.forced.map({ $0.offset < cached.offset || $0.topic != topic }) ?? true {
-          state.forced = Forced(topic: topic, cardID: cached.card.cardID, offset: cached.offset)
-        }
-        guard cached.card.cardType == .bulletin, state.announced[key] != cached.offset,
-          let kind = isShown(cached.card, nowMillis: Self.brokerMillis(now, skew: state.skewMillis))
-        else { continue }
-        state.announced[key] = cached.offset
-        bulletins.append(
-          TrackerBulletin(
-            topic: topic, card: cached.card, offset: cached.offset,
-            text: plugins[kind]!.bulletinText(cached.card, privacy: state.privacy)))
-      }
-      return (bulletins, Array(state.bulletinObservers.values), schedule, flush)
+      return (take(steps, into: &state, nowMillis: now), Array(state.bulletinObservers.values), schedule, flush)
     }
     if flush {
       Task {
@@ -203,6 +188,45 @@ public final class TrackerDataManager: Sendable {
         self.publish()
       }
     }
+  }
+
+  /// Takes a batch's steps into `state` in order — the clock correction, the cards forcing
+  /// the status mode, the bulletins announced — and returns the bulletins to announce, in the
+  /// order their cards came: those of the cards whose last change in the batch brought a new
+  /// version of a shown bulletin.
+  private func take(_ steps: [Step], into state: inout State, nowMillis: Int64) -> [TrackerBulletin] {
+    var bulletins: [String: (order: Int, bulletin: TrackerBulletin)] = [:]
+    var order = 0
+    for step in steps {
+      let topic = step.topic
+      if let skew = step.skewMillis { state.skewMillis = skew }
+      // A card that leaves is forgotten: announced again if it comes back, and no memory of
+      // it kept; nor does it force the status mode if it comes back without asking. A
+      // snapshot may start a new epoch, whose offsets say nothing of the old one's.
+      for cardID in step.outcome.removed {
+        let key = Self.key(topic, cardID)
+        state.announced[key] = nil
+        bulletins[key] = nil
+        if state.forced?.topic == topic, state.forced?.cardID == cardID { state.forced = nil }
+      }
+      if let forced = state.forced, step.outcome.replaced, forced.topic == topic { state.forced = nil }
+      for cached in step.outcome.upserted.sorted(by: { $0.offset < $1.offset }) {
+        let key = Self.key(topic, cached.card.cardID)
+        if cached.card.shouldForceSwitchStatusMode == true, state.forced.map({ $0.offset < cached.offset || $0.topic != topic }) ?? true {
+          state.forced = Forced(topic: topic, cardID: cached.card.cardID, offset: cached.offset)
+        }
+        bulletins[key] = nil  // a version before this one, if the batch brought one, is superseded
+        guard cached.card.cardType == .bulletin, state.announced[key] != cached.offset,
+          let kind = isShown(cached.card, nowMillis: Self.brokerMillis(nowMillis, skew: state.skewMillis))
+        else { continue }
+        let bulletin = TrackerBulletin(
+          topic: topic, card: cached.card, offset: cached.offset, text: plugins[kind]!.bulletinText(cached.card, privacy: state.privacy))
+        bulletins[key] = (order, bulletin)
+        order += 1
+      }
+    }
+    for (key, announced) in bulletins { state.announced[key] = announced.bulletin.offset }
+    return bulletins.values.sorted { $0.order < $1.order }.map(\.bulletin)
   }
 
   /// Corrects the client's clock by the broker's, `serverTimeMillis` read now (a handshake's),

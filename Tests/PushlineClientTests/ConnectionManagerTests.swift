@@ -78,8 +78,14 @@ final class ScriptedConnector: TrackerConnector {
 struct ConnectionManagerTests {
   let clock = ManualWallClock()
 
-  func run(_ connector: ScriptedConnector) async throws -> (TrackerDataManager, ConnectionManager, [Duration]) {
-    let tracker = TrackerDataManager(cache: try CardCache(persistence: nil), topics: ["t"], configuration: .init(nowMillis: clock.function))
+  /// Runs a manager through `connector`'s script, its cache written to `persistence`. The
+  /// write-behind task waits an hour: within a test, only the manager's own flushes write.
+  func run(_ connector: ScriptedConnector, persistence: (any CachePersistence)? = nil) async throws
+    -> (TrackerDataManager, ConnectionManager, [Duration])
+  {
+    let tracker = TrackerDataManager(
+      cache: try CardCache(persistence: persistence), topics: ["t"],
+      configuration: .init(flushInterval: .seconds(3600), nowMillis: clock.function))
     let sleeps = Mutex<[Duration]>([])
     let manager = ConnectionManager(
       connector: connector, services: [ServiceDataManager(name: "svc", topic: "t")], tracker: tracker,
@@ -156,6 +162,22 @@ struct ConnectionManagerTests {
       Issue.record("expected stopped, got \(manager.connectionState)")
       return
     }
+  }
+
+  /// A client the broker refuses for good has written its latest updates when it stops, not
+  /// only those of its last write-behind.
+  @Test func aClientThatStopsForGoodHasWrittenItsLatestUpdates() async throws {
+    let persistence = RecordingPersistence()
+    let refused = RPCError(code: .unauthenticated, message: "the token expired")
+    let connector = ScriptedConnector([
+      .serve(
+        snapshot: update("t", from: 1, [card("a", priority: 1)], snapshot: true), updates: [update("t", from: 2, [card("b", priority: 1)])],
+        then: refused)
+    ])
+    let (_, manager, _) = try await run(connector, persistence: persistence)
+    #expect(manager.connectionState.phase == .stopped(reason: "\(refused)"))
+    let stored = try #require(persistence.topic("t"))
+    #expect(stored.position == 2 && Set(stored.cards.keys) == ["a", "b"])
   }
 
   /// A topic whose snapshot does not fit one message cannot be pulled (RESOURCE_EXHAUSTED):

@@ -19,6 +19,21 @@ struct TopicCacheTests {
     #expect(topic.position == 12 && topic.cards["a"]?.card.priority == 3)
   }
 
+  /// An outcome is the update's net effect, each card's last change counting: a card brought
+  /// and taken away is only removed, one taken away and brought back only upserted, and one
+  /// brought twice upserted once, at its last version.
+  @Test func anOutcomeIsTheUpdatesNetEffect() {
+    var topic = TopicCache(topic: "t")
+    _ = topic.apply(update("t", from: 1, [card("a", priority: 1)], snapshot: true), receivedAtMillis: 0)
+    var changes = update("t", from: 2, [card("b", priority: 1)], removing: ["b", "a"])
+    changes.changes += [CardChange(upserting: card("a", priority: 2), offset: 5), CardChange(upserting: card("c", priority: 1), offset: 6)]
+    changes.changes.append(CardChange(upserting: card("c", priority: 2), offset: 7))
+    changes.throughOffset = 7
+    let outcome = topic.apply(changes, receivedAtMillis: 0)
+    #expect(outcome.upserted.map(\.offset) == [5, 7] && outcome.removed == ["b"])
+    #expect(topic.cards.mapValues(\.offset) == ["a": 5, "c": 7])
+  }
+
   /// "Verified at T" moves only when the copy is then exactly the topic's state: a piece of a
   /// catch-up after hours away does not make the cards it leaves out look fresh.
   @Test func onlyExactCopiesAreVerifiedAtTheUpdatesTime() {
@@ -228,7 +243,7 @@ struct TopicCacheTests {
     #expect(topic.position == 2 && topic.cards.mapValues(\.card) == ["a": card("a", priority: 1)])
 
     (topic.snapshotThroughOffset, topic.awaitingSnapshot) = (9, ["a"])
-    try persistence.save([topic])
+    try persistence.save([topic], clockSkewMillis: nil)
     // An earlier build's own writes, positional as they were: the file still takes them.
     try Self.databaseQueue(path).write { db in
       try db.execute(sql: "INSERT OR REPLACE INTO topic VALUES ('t', 7, 5, NULL)")

@@ -196,26 +196,18 @@ struct TrackerDataManagerTests {
   }
 }
 
-/// A persistence that stores nothing and tells each save.
-struct SignallingPersistence: CachePersistence {
-  let saves: AsyncStream<[TopicCache]>.Continuation
-
-  func load() throws -> [TopicCache] { [] }
-  func save(_ topics: [TopicCache]) throws { saves.yield(topics) }
-}
-
 @Suite("TrackerDataManager: writing the cache behind")
 struct TrackerWriteBehindTests {
   /// Updates are written behind while the connection lasts, not only when it ends: a client
   /// killed after hours live restarts with recent cards.
   @Test(.timeLimit(.minutes(1))) func updatesAreWrittenBehindWhileLive() async throws {
-    let (saves, continuation) = AsyncStream<[TopicCache]>.makeStream()
-    let cache = try CardCache(persistence: SignallingPersistence(saves: continuation))
+    let persistence = RecordingPersistence()
+    let cache = try CardCache(persistence: persistence)
     let tracker = TrackerDataManager(cache: cache, topics: ["t"], configuration: .init(flushInterval: .zero))
     tracker.apply([update("t", from: 1, [card("a", priority: 1)], snapshot: true)])
-    var written = saves.makeAsyncIterator()
-    #expect(await written.next()?.map(\.position) == [1])
+    var written = persistence.stored.makeAsyncIterator()
+    #expect(await written.next()?.topics.map(\.position) == [1])
     tracker.apply([update("t", from: 2, [card("b", priority: 1)])])
-    #expect(await written.next()?.map(\.position) == [2])
+    #expect(await written.next()?.topics.map(\.position) == [2])
   }
 }
