@@ -245,9 +245,9 @@ public struct ClientConnectionStateMachine: Sendable {
       open.calls.subtract(refused)
       for callID in refused { open.messages.discard(callID: callID) }
       // The server never saw these calls: they are safe to retry, and when is the GOAWAY's hint.
-      var status = Self.status(.unavailable, "the server went away before serving the call")
-      status.retryAfterMillis = goAway.retryAfterMillis
-      let finishes = refused.map { Action.finishCall(callID: $0, status: status) }
+      let finishes = refused.map {
+        finish($0, .unavailable, "the server went away before serving the call", retryAfterMillis: goAway.retryAfterMillis)
+      }
       return [.goAwayReceived(goAway)] + finishes + closeIfDrained(open)
     case .handshake, .callStart, .cancel:
       return violation("a server may not send \(frame.kind) here", open: open)
@@ -341,13 +341,10 @@ public struct ClientConnectionStateMachine: Sendable {
     open.calls.sorted().map { finish($0, code, message) }
   }
 
-  private func finish(_ callID: UInt32, _ code: StatusCode, _ message: String) -> Action {
-    .finishCall(callID: callID, status: Self.status(code, message))
-  }
-
-  private static func status(_ code: StatusCode, _ message: String) -> CallStatus {
+  private func finish(_ callID: UInt32, _ code: StatusCode, _ message: String, retryAfterMillis: UInt32? = nil) -> Action {
     var status = CallStatus(code: code.rawValue)
     status.message = message
-    return status
+    status.retryAfterMillis = retryAfterMillis
+    return .finishCall(callID: callID, status: status)
   }
 }

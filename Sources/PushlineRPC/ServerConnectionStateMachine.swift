@@ -130,6 +130,8 @@ public struct ServerConnectionStateMachine: Sendable {
     var highestCallID: UInt32 = 0
     /// Set once a GOAWAY is sent or received: the last call id still served.
     var lastServedCallID: UInt32?
+    /// The retry-after hint of the shutdown's GOAWAY, for the calls that cross it.
+    var goAwayRetryAfterMillis: UInt32?
     var pingsWithoutActivity = 0
     var messages = MessageReassembly()
     /// The requests the calls hold before their HALF_CLOSE, together.
@@ -369,7 +371,9 @@ public struct ServerConnectionStateMachine: Sendable {
     open.highestCallID = frame.callID
     open.pingsWithoutActivity = 0
     if let last = open.lastServedCallID, frame.callID > last {
-      return actions += [.write([Self.status(frame.callID, .unavailable, "the server is going away; retry on a new connection")])]
+      let status = Self.status(
+        frame.callID, .unavailable, "the server is going away; retry on a new connection", retryAfterMillis: open.goAwayRetryAfterMillis)
+      return actions += [.write([status])]
     }
     guard open.calls.count < open.limits.maxConcurrentCalls else {
       return actions += [.write([Self.status(frame.callID, .resourceExhausted, "more than \(open.limits.maxConcurrentCalls) concurrent calls")])]
@@ -554,6 +558,7 @@ public struct ServerConnectionStateMachine: Sendable {
       return retire { open in
         guard open.lastServedCallID == nil else { return nil }
         open.lastServedCallID = open.highestCallID
+        open.goAwayRetryAfterMillis = retryAfterMillis
         return ([], [Self.goAway(lastCallID: open.highestCallID, shuttingDown)])
       }
     }
@@ -636,9 +641,10 @@ public struct ServerConnectionStateMachine: Sendable {
     return .frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes()))
   }
 
-  private static func status(_ callID: UInt32, _ code: StatusCode, _ message: String) -> ConnectionElement {
+  private static func status(_ callID: UInt32, _ code: StatusCode, _ message: String, retryAfterMillis: UInt32? = nil) -> ConnectionElement {
     var status = CallStatus(code: code.rawValue)
     status.message = message
+    status.retryAfterMillis = retryAfterMillis
     return .frame(Frame(kind: .status, callID: callID, payload: status.serializedBytes()))
   }
 }
