@@ -30,8 +30,9 @@ import Synchronization
 /// One broker at a time: the storage holds the directory's lock (``DataDirectoryLock``) for
 /// as long as it lives, and a second one on the same directory is refused.
 public final class SQLiteBrokerStorage: BrokerStorage {
-  private let lock: DataDirectoryLock
   private let database: DatabasePool
+  /// Declared after the database, so released after it is closed.
+  private let lock: DataDirectoryLock
   /// Whose rows a ``StoredRowError`` names.
   private static let store = "the broker's"
 
@@ -77,12 +78,15 @@ public final class SQLiteBrokerStorage: BrokerStorage {
   /// Opens (creating if needed) `broker.sqlite` in `directory`, and holds the directory
   /// until the storage goes.
   ///
-  /// - Throws: ``DataDirectoryInUseError`` when another broker holds the directory; otherwise
-  ///   when the directory cannot be created or locked, or the database cannot be opened or
-  ///   migrated.
-  public init(directory: String) throws {
+  /// - Parameter lockTimeout: how long to wait for a broker that holds the directory to let
+  ///   go of it (one restarted while its previous process exits), as SQLite waits for its locks.
+  /// - Throws: ``DataDirectoryInUseError`` when another broker still holds the directory;
+  ///   otherwise when the directory cannot be created or locked, or the database cannot be
+  ///   opened or migrated.
+  public init(directory: String, lockTimeout: Duration = .seconds(5)) throws {
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    lock = try DataDirectoryLock(directory: directory)
+    lock = try DataDirectoryLock(
+      path: (directory as NSString).appendingPathComponent("broker.lock"), of: directory, waiting: lockTimeout)
     var configuration = Configuration()
     configuration.prepareDatabase { db in
       try db.execute(sql: "PRAGMA synchronous = FULL")

@@ -42,7 +42,7 @@ struct DemoCommand: AsyncParsableCommand {
 
   /// The demo, writing to `output`; tests run it in-process.
   static func run(duration: Duration?, dataDirectory: String?, plain: Bool, output: @escaping @Sendable (String) -> Void) async throws {
-    let directory = dataDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("pushline-demo-\(getpid())").path
+    let directory = dataDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("pushline-demo-\(UUID().uuidString)").path
     defer { if dataDirectory == nil { try? FileManager.default.removeItem(atPath: directory) } }
     let secret = (0..<32).map { _ in UInt8.random(in: 0...255) }
     // The demo's screen is the tracker: only warnings and errors of the broker and its server

@@ -70,7 +70,7 @@ struct SQLiteBrokerStorageTests {
     do {
       let first = try SQLiteBrokerStorage(directory: directory)
       let refusal = withExtendedLifetime(first) {
-        #expect(throws: DataDirectoryInUseError.self) { try SQLiteBrokerStorage(directory: directory) }
+        #expect(throws: DataDirectoryInUseError.self) { try SQLiteBrokerStorage(directory: directory, lockTimeout: .zero) }
       }
       #expect(refusal == DataDirectoryInUseError(directory: directory, holder: getpid()))
     }
