@@ -14,7 +14,7 @@ import Synchronization
 /// sends should not make every card expire, or none. A server time so far from the client's
 /// clock that the difference does not fit in `Int64` is ignored, and the previous correction
 /// kept. Ranking: priority, highest first, then cardID, then topic — deterministic.
-/// Status: the last card that arrived asking to force the switch, while it stays and is valid;
+/// Status: the last card that arrived asking to force the switch, while it stays, still asks, and is valid;
 /// otherwise the highest `statusModePriority` (then priority, then the ranking).
 public final class TrackerDataManager: Sendable {
   /// How the tracker behaves.
@@ -58,9 +58,17 @@ public final class TrackerDataManager: Sendable {
     var offset: Int64
   }
 
+  /// A card's version across the broker's epochs: a broker that lost its history starts a
+  /// new epoch, and numbers its offsets from 1 again.
+  private struct Version: Hashable {
+    var epoch: Int64
+    var offset: Int64
+  }
+
   private struct State {
     var forced: Forced?
-    var announced: [String: Int64] = [:]
+    /// The version of each bulletin last announced, by ``TrackerDataManager/key(_:_:)``.
+    var announced: [String: Version] = [:]
     var privacy = false
     var connection = ConnectionState()
     /// Broker clock minus client clock, from the latest handshake's or update's server time;
@@ -143,6 +151,7 @@ public final class TrackerDataManager: Sendable {
   /// gives.
   private struct Step {
     var topic: String
+    var epoch: Int64
     var outcome: TopicCache.Outcome
     var skewMillis: Int64?
   }
@@ -159,7 +168,7 @@ public final class TrackerDataManager: Sendable {
     let now = configuration.nowMillis()
     let steps = updates.map { update in
       Step(
-        topic: update.topic, outcome: cache.apply(update, receivedAtMillis: now),
+        topic: update.topic, epoch: update.epoch, outcome: cache.apply(update, receivedAtMillis: now),
         skewMillis: update.serverTimeMillis.flatMap { Self.skew(serverTimeMillis: $0, nowMillis: now) })
     }
     let (bulletins, bulletinObservers, schedule, flush) = state.withLock { state in
@@ -195,7 +204,7 @@ public final class TrackerDataManager: Sendable {
   /// order their cards came: those of the cards whose last change in the batch brought a new
   /// version of a shown bulletin.
   private func take(_ steps: [Step], into state: inout State, nowMillis: Int64) -> [TrackerBulletin] {
-    var bulletins: [String: (order: Int, bulletin: TrackerBulletin)] = [:]
+    var bulletins: [String: (order: Int, version: Version, bulletin: TrackerBulletin)] = [:]
     var order = 0
     for step in steps {
       let topic = step.topic
@@ -212,20 +221,24 @@ public final class TrackerDataManager: Sendable {
       if let forced = state.forced, step.outcome.replaced, forced.topic == topic { state.forced = nil }
       for cached in step.outcome.upserted.sorted(by: { $0.offset < $1.offset }) {
         let key = Self.key(topic, cached.card.cardID)
-        if cached.card.shouldForceSwitchStatusMode == true, state.forced.map({ $0.offset < cached.offset || $0.topic != topic }) ?? true {
+        let asksToForce = cached.card.shouldForceSwitchStatusMode == true
+        if asksToForce, state.forced.map({ $0.offset < cached.offset || $0.topic != topic }) ?? true {
           state.forced = Forced(topic: topic, cardID: cached.card.cardID, offset: cached.offset)
+        } else if !asksToForce, state.forced?.topic == topic, state.forced?.cardID == cached.card.cardID {
+          state.forced = nil  // its new version no longer asks
         }
         bulletins[key] = nil  // a version before this one, if the batch brought one, is superseded
-        guard cached.card.cardType == .bulletin, state.announced[key] != cached.offset,
+        let version = Version(epoch: step.epoch, offset: cached.offset)
+        guard cached.card.cardType == .bulletin, state.announced[key] != version,
           let kind = isShown(cached.card, nowMillis: Self.brokerMillis(nowMillis, skew: state.skewMillis))
         else { continue }
         let bulletin = TrackerBulletin(
           topic: topic, card: cached.card, offset: cached.offset, text: plugins[kind]!.bulletinText(cached.card, privacy: state.privacy))
-        bulletins[key] = (order, bulletin)
+        bulletins[key] = (order, version, bulletin)
         order += 1
       }
     }
-    for (key, announced) in bulletins { state.announced[key] = announced.bulletin.offset }
+    for (key, announced) in bulletins { state.announced[key] = announced.version }
     return bulletins.values.sorted { $0.order < $1.order }.map(\.bulletin)
   }
 

@@ -5,7 +5,7 @@ import PushlineWire
 import PushlineTesting
 import Testing
 
-@Suite("TrackerDataManager: validation, ranking, modes, privacy, expiry, staleness, plugins")
+@Suite("TrackerDataManager: validation, ranking, modes, privacy, expiry, staleness, plugins", .timeLimit(.minutes(1)))
 struct TrackerDataManagerTests {
   let clock = ManualWallClock()
 
@@ -130,6 +130,26 @@ struct TrackerDataManagerTests {
     #expect(tracker.modes.status?.cardID == "today")
   }
 
+  /// A forcing card whose new version no longer asks stops forcing, whether the broker sends
+  /// its removal and return apart or coalesced into one update.
+  @Test(arguments: [false, true]) func aForcingCardThatNoLongerAsksStopsForcing(inOneUpdate: Bool) throws {
+    let tracker = try tracker()
+    tracker.apply([
+      update("earnings", from: 1, [card("today", priority: 1, statusPriority: 10)], snapshot: true),
+      update("incentives", from: 1, [card("quest", priority: 3, kind: .dxgyProgress, force: true)], snapshot: true),
+    ])
+    #expect(tracker.modes.status?.cardID == "quest")
+    let back = card("quest", priority: 3, kind: .dxgyProgress)
+    if inOneUpdate {
+      var update = TopicUpdate(topic: "incentives", epoch: 7, throughOffset: 3)
+      update.changes = [CardChange(removing: "quest", offset: 2), CardChange(upserting: back, offset: 3)]
+      tracker.apply([update])
+    } else {
+      tracker.apply([update("incentives", from: 2, [], removing: ["quest"]), update("incentives", from: 3, [back])])
+    }
+    #expect(tracker.modes.status?.cardID == "today")
+  }
+
   /// A topic's new epoch starts its offsets over: a card forcing the switch in it wins over
   /// the one that forced it in the old epoch, at a higher offset.
   @Test func aSnapshotOfANewEpochForgetsTheOldForcedCard() throws {
@@ -153,6 +173,19 @@ struct TrackerDataManagerTests {
     #expect(await bulletins.next()?.offset == 1)
     #expect(await bulletins.next()?.text == "trip-done done · $10.00")
     #expect(tracker.modes.browse.isEmpty)
+  }
+
+  /// A broker that lost its history starts a new epoch and numbers offsets from 1 again: a
+  /// bulletin at the offset it had in the old epoch is a new version, announced again.
+  @Test func aBulletinOfANewEpochIsAnnouncedAtAnOffsetItHadBefore() async throws {
+    let tracker = try tracker()
+    var bulletins = tracker.bulletins().makeAsyncIterator()
+    let bulletin = card("trip-done", priority: 0, kind: .recentTrips, type: .bulletin)
+    tracker.apply([update("earnings", from: 1, [bulletin], snapshot: true)])
+    tracker.apply([update("earnings", epoch: 8, from: 1, [bulletin], snapshot: true)])
+    tracker.apply([update("earnings", epoch: 8, from: 2, [card("next", priority: 0, kind: .recentTrips, type: .bulletin)])])
+    #expect(await bulletins.next()?.offset == 1)
+    #expect(await bulletins.next()?.card.cardID == "trip-done")  // not "next"
   }
 
   @Test func privacyHidesEveryAmount() throws {
