@@ -1,22 +1,30 @@
-import Logging
-import NIOCore
+public import Logging
+public import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Prometheus
-import ServiceLifecycle
+public import Prometheus
+public import ServiceLifecycle
 
 /// The admin HTTP port as a `Service`: `GET /metrics` answers with the registry's metrics in
 /// the Prometheus text format; anything else gets 404. One request per connection. It serves
 /// until the group's graceful shutdown or cancellation; with nothing to drain, both simply
-/// close the port.
-struct MetricsEndpoint: Service {
+/// close the port. Public for the benchmark's broker, which serves the same figures.
+public struct MetricsEndpoint: Service {
   var host: String
   /// The port; 0 picks a free one (logged on start).
   var port: Int
   var registry: PrometheusCollectorRegistry
   var logger: Logger
 
-  func run() async throws {
+  /// An endpoint on `host`:`port` serving `registry`, logging where it listens to `logger`.
+  public init(host: String, port: Int, registry: PrometheusCollectorRegistry, logger: Logger) {
+    self.host = host
+    self.port = port
+    self.registry = registry
+    self.logger = logger
+  }
+
+  public func run() async throws {
     let channel = try await Self.bind(host: host, port: port, registry: registry)
     logger.info("metrics on http://\(host):\(channel.localAddress?.port ?? port)/metrics")
     try? await gracefulShutdown()
@@ -24,7 +32,7 @@ struct MetricsEndpoint: Service {
   }
 
   /// Binds `host`:`port` and serves `registry` until the returned channel is closed.
-  static func bind(host: String, port: Int, registry: PrometheusCollectorRegistry) async throws -> any Channel {
+  public static func bind(host: String, port: Int, registry: PrometheusCollectorRegistry) async throws -> any Channel {
     try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
       .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
       .childChannelInitializer { channel in

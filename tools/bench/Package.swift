@@ -14,6 +14,8 @@ let package = Package(
     .package(url: "https://github.com/grpc/grpc-swift-2", exact: "2.4.3"),
     .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     .package(url: "https://github.com/grpc/grpc-swift-nio-transport", exact: "2.9.2"),
+    .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+    .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
   ],
   targets: [
     // swift-protobuf's generated code for proto/tracker.proto, committed (regenerate.sh).
@@ -29,6 +31,9 @@ let package = Package(
         .product(name: "PushlineRPCNIO", package: "Pushline"),
         .product(name: "PushlineClient", package: "Pushline"),
         .product(name: "PushlineBroker", package: "Pushline"),
+        .product(name: "PushlineCLI", package: "Pushline"),
+        .product(name: "CoreMetrics", package: "swift-metrics"),
+        .product(name: "Prometheus", package: "swift-prometheus"),
         .product(name: "GRPCCore", package: "grpc-swift-2"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),

@@ -98,8 +98,11 @@ struct ProtoScanner {
 /// What a subscriber needs from one `TopicUpdate`.
 struct TopicUpdateSummary {
   var changes = 0
+  var epoch: Int64 = 0
   var throughOffset: Int64 = 0
   var isSnapshot = false
+  /// The update leaves the client complete at `throughOffset`: a position to resume from.
+  var isComplete = false
 
   /// Scans an encoded `TopicUpdate`; `stamp` gets each upserted card's `lastUpdatedAt`.
   /// `nil` when the bytes are malformed.
@@ -109,8 +112,13 @@ struct TopicUpdateSummary {
     while !scanner.isAtEnd {
       guard let (field, wire) = scanner.tag() else { return nil }
       switch (field, wire) {
+      case (2, 0):
+        guard let epoch = scanner.varint() else { return nil }
+        summary.epoch = Int64(bitPattern: epoch)
       case (3, 0):
         summary.isSnapshot = scanner.varint() == 1
+      case (8, 0):
+        summary.isComplete = scanner.varint() == 1
       case (4, 2):
         guard let change = scanner.lengthDelimited() else { return nil }
         summary.changes += 1

@@ -9,7 +9,7 @@ import PushlineBroker
 struct BrokerBenchmark: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "broker",
-    abstract: "Pushline's broker vs nats-server: fan-out, broadcast, idle connections, latency at a fixed rate."
+    abstract: "Pushline's broker vs nats-server: fan-out, broadcast, idle connections, latency at a fixed rate; Pushline's memory under reconnect churn."
   )
 
   @Option(help: "Subscriber connections in (a), (b) and (d).") var subscribers = 1_000
@@ -31,7 +31,11 @@ struct BrokerBenchmark: AsyncParsableCommand {
       coalesce a subscriber's queued versions of a card, and delivers fewer changes).
       """)
   var broadcastCards: Int?
-  @Option(help: "Scenarios to run: fanout, broadcast, idle, latency (comma-separated).") var scenarios = "fanout,broadcast,idle,latency"
+  @Option(help: "Connections per round in (e).") var churnConnections = 1_000
+  @Option(help: "Updates per second published to (e)'s topics, for the whole run.") var churnRate = 2_000
+  @OptionGroup var churn: ChurnOptions
+  @Option(help: "Scenarios to run: fanout, broadcast, idle, latency, churn (comma-separated; churn runs only when named).")
+  var scenarios = "fanout,broadcast,idle,latency"
   @Option(help: "Brokers: memory, sqlite, nats (comma-separated).") var brokers = "memory,sqlite,nats"
   @Option(help: "Repetitions; with more than one, a table of medians follows.") var runs = 1
   @Option(help: "Seconds after which a scenario fails (the load generator is killed).") var timeout = 600
@@ -67,7 +71,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
     guard (1...BrokerService.connectionLimits.maxConcurrentCalls).contains(window) else {
       throw ValidationError("--window must be 1…\(BrokerService.connectionLimits.maxConcurrentCalls) (the broker's concurrent-call limit)")
     }
-    guard subscribers > 0, updates > 0, idleConnections > 0, rate > 0, rateSeconds > 0, runs > 0 else {
+    guard subscribers > 0, updates > 0, idleConnections > 0, rate > 0, rateSeconds > 0, runs > 0, churnConnections > 0, churnRate > 0 else {
       throw ValidationError("sizes must be positive")
     }
   }
@@ -93,7 +97,8 @@ struct BrokerBenchmark: AsyncParsableCommand {
     for run in 1...runs {
       var results: [Cell: Double] = [:]
       for scenario in scenarioList {
-        for broker in brokerList {
+        // Churn reads the broker's own gauges to know when a round has settled: Pushline only.
+        for broker in brokerList where scenario != .churn || broker != "nats" {
           FileHandle.standardError.write(Data("[run \(run)] \(scenario.rawValue) on \(Self.brokerNames[broker]!)…\n".utf8))
           do {
             let values = try measure(scenario, on: broker, environment: environment)
@@ -147,8 +152,12 @@ struct BrokerBenchmark: AsyncParsableCommand {
     case .idle: "(c) \(idleConnections) idle subscribers"
     case .idleWithoutSubscriptions: "(c′) \(idleConnections) idle connections, no subscription"
     case .latency: "(d) as (a) at \(rate) updates/s for \(rateSeconds) s"
+    case .churn:
+      "(e) \(churn.rounds) rounds of \(churnConnections) connections dropped after \(churn.holdSeconds) s (\(percent(churn.stallingShare)) stalling, \(percent(churn.vanishingShare)) vanishing, \(percent(churn.badTokenShare)) bad token, \(percent(churn.garbageShare)) garbage), \(churnRate) updates/s"
     }
   }
+
+  private func percent(_ share: Double) -> String { String(format: "%.0f %%", share * 100) }
 
   private func printHeader() {
     print("broker benchmark: loopback, each broker in its own process (fresh for every scenario), the load generator in another")
@@ -184,6 +193,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
     var serverArguments = ["broker-server", "--implementation", broker, "--nats-server", natsServer]
     let countsAllocations = countAllocations && broker != "nats"
     if countsAllocations { serverArguments.append("--count-allocations") }
+    if scenario == .churn { serverArguments.append("--metrics") }
     serverArguments += ["--max-subscribes-per-second", "\(maxSubscribesPerSecond)"]
     var dataDir: URL?
     if broker == "sqlite" {
@@ -199,6 +209,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
     let ready = try server.line(startingWith: "PORT ", timeout: 30).split(separator: " ")
     guard ready.count >= 4, let port = Int(ready[1]), let pid = Int32(ready[3]) else { throw LoadError("bad broker-server output: \(ready)") }
     server.adopt(pid)
+    let metricsPort = ready.count >= 6 ? String(ready[5]) : "0"
 
     var arguments = [
       "broker-load", "--target", broker == "nats" ? "nats" : "pushline", "--port", "\(port)", "--broker-pid", "\(pid)",
@@ -215,6 +226,8 @@ struct BrokerBenchmark: AsyncParsableCommand {
       arguments += ["--subscribers", "\(idleConnections)", "--publishes", "0"]
     case .latency:
       arguments += ["--subscribers", "\(subscribers)", "--publishes", "\(rate * rateSeconds / perPublish)", "--rate", "\(Double(rate) / Double(perPublish))"]
+    case .churn:
+      arguments += ["--subscribers", "\(churnConnections)", "--rate", "\(churnRate)", "--metrics-port", metricsPort] + churn.arguments
     }
     let load = try ChildProcess.start(arguments, environment: environment, prefix: loadPrefix.split(separator: " ").map(String.init))
     defer { load.stop() }

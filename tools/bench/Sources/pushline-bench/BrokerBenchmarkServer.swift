@@ -1,6 +1,10 @@
 import ArgumentParser
+import CoreMetrics
 import Foundation
+import NIOCore
+import Prometheus
 import PushlineBroker
+import PushlineCLI
 import PushlineRPC
 import PushlineRPCNIO
 
@@ -8,7 +12,8 @@ import PushlineRPCNIO
 /// `pushline serve` builds it: `Broker`, `TokenAuthority`, `BrokerService` on an `RPCServer`
 /// with default settings and the broker's connection limits) or nats-server (started as this
 /// process's own child, with its defaults). Prints `PORT p PID pid` (the pid whose memory and CPU to read), then serves until
-/// its standard input closes or its parent dies.
+/// its standard input closes or its parent dies. With `--metrics`, a Pushline broker also
+/// serves `GET /metrics` as `pushline serve --metrics-port` does, and the line ends `METRICS m`.
 struct BrokerBenchmarkServer: AsyncParsableCommand {
   static let configuration = CommandConfiguration(commandName: "broker-server", shouldDisplay: false)
 
@@ -19,6 +24,7 @@ struct BrokerBenchmarkServer: AsyncParsableCommand {
   @Option(help: "The nats-server executable.") var natsServer = "nats-server"
   @Flag(help: "Count Pushline's allocations; print MALLOCS n when standard input closes.") var countAllocations = false
   @Option(help: "New subscriptions admitted per second; 0 for no limit.") var maxSubscribesPerSecond = 0
+  @Flag(help: "Serve the broker's Prometheus metrics on a free loopback port (Pushline only).") var metrics = false
 
   func run() async throws {
     if countAllocations, implementation != .nats {
@@ -40,6 +46,14 @@ struct BrokerBenchmarkServer: AsyncParsableCommand {
     guard let hex = ProcessInfo.processInfo.environment["PUSHLINE_TOKEN_SECRET"], let secret = Self.bytes(hex: hex) else {
       throw ValidationError("PUSHLINE_TOKEN_SECRET must hold the token secret in hex")
     }
+    // Bootstrapped before the broker and server are made: they take the factory when made.
+    var metricsSuffix = ""
+    if metrics {
+      let registry = PrometheusCollectorRegistry()
+      MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+      let endpoint = try await MetricsEndpoint.bind(host: "127.0.0.1", port: 0, registry: registry)  // open until exit
+      metricsSuffix = " METRICS \(endpoint.localAddress?.port ?? 0)"
+    }
     // One subscriber token serves every subscriber: no per-subject limit (nats-server has none).
     let configuration = BrokerConfiguration(maxSubscriptionsPerSubject: 0, maxSubscribesPerSecond: maxSubscribesPerSecond)
     let storage: any BrokerStorage = implementation == .memory ? InMemoryBrokerStorage() : try SQLiteBrokerStorage(directory: dataDir)
@@ -51,7 +65,7 @@ struct BrokerBenchmarkServer: AsyncParsableCommand {
     try await RPCServer(router: router, configuration: .init(port: 0, connection: connection)).withRunningServer { address in
       await withDiscardingTaskGroup { group in
         group.addTask { await broker.run() }
-        FileHandle.standardOutput.write(Data("PORT \(address.port!) PID \(getpid())\n".utf8))
+        FileHandle.standardOutput.write(Data("PORT \(address.port!) PID \(getpid())\(metricsSuffix)\n".utf8))
         await Self.standardInputClosed()
         if countAllocations { FileHandle.standardOutput.write(Data("MALLOCS \(AllocationCounter.countedForLife)\n".utf8)) }
         _exit(0)  // no graceful shutdown: the benchmark is over

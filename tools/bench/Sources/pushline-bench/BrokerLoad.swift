@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NIOCore
 import NIOPosix
+import PushlineSchema
 import Synchronization
 
 /// `pushline-bench broker-load`: the load generator, in its own process — one scenario against
@@ -12,7 +13,7 @@ struct BrokerLoad: AsyncParsableCommand {
 
   enum Target: String, ExpressibleByArgument { case pushline, nats }
   enum Scenario: String, ExpressibleByArgument, CaseIterable {
-    case fanout, broadcast, idle, latency
+    case fanout, broadcast, idle, latency, churn
     /// (c) with connections that only handshake: the benchmark's `--idle-breakdown`.
     case idleWithoutSubscriptions = "idle-without-subscriptions"
   }
@@ -31,6 +32,9 @@ struct BrokerLoad: AsyncParsableCommand {
   @Option var connectConcurrency = 256
   @Option(help: "Fail when nothing is delivered for this long.") var stallSeconds = 20.0
   @Option(help: "Fail when the whole scenario takes longer.") var timeoutSeconds = 600.0
+  @OptionGroup var churnOptions: ChurnOptions
+  @Option(help: "Churn: the broker's metrics port, whose gauges say when a round's drops have settled.") var metricsPort = 0
+  @Option(help: "Churn: seconds to wait for the broker to settle after a round's drops.") var settleSeconds = 15.0
 
   /// The phase a timeout reports.
   static let phase = Mutex("starting")
@@ -47,7 +51,11 @@ struct BrokerLoad: AsyncParsableCommand {
     }
     let result: [String: Double]
     do {
-      result = try await scenario == .idle || scenario == .idleWithoutSubscriptions ? idle() : traffic()
+      switch scenario {
+      case .idle, .idleWithoutSubscriptions: result = try await idle()
+      case .churn: result = try await churn()
+      case .fanout, .broadcast, .latency: result = try await traffic()
+      }
     } catch {
       FileHandle.standardError.write(Data("broker-load: \(target.rawValue) \(scenario.rawValue): \(error)\n".utf8))
       _exit(1)
@@ -57,10 +65,10 @@ struct BrokerLoad: AsyncParsableCommand {
     _exit(0)  // the kernel closes the connections; no need to wait for thousands of channel closes
   }
 
-  private var subscriberToken: String { ProcessInfo.processInfo.environment["PUSHLINE_BENCH_SUBSCRIBER_TOKEN"] ?? "" }
-  private var publisherToken: String { ProcessInfo.processInfo.environment["PUSHLINE_BENCH_PUBLISHER_TOKEN"] ?? "" }
+  var subscriberToken: String { ProcessInfo.processInfo.environment["PUSHLINE_BENCH_SUBSCRIBER_TOKEN"] ?? "" }
+  var publisherToken: String { ProcessInfo.processInfo.environment["PUSHLINE_BENCH_PUBLISHER_TOKEN"] ?? "" }
 
-  private func topicName(_ index: Int) -> String {
+  func topicName(_ index: Int) -> String {
     if scenario == .broadcast { return "broadcast" }
     return target == .pushline ? "driver/\(index)" : "driver.\(index)"
   }
@@ -83,7 +91,9 @@ struct BrokerLoad: AsyncParsableCommand {
         tasks.addTask {
           let loop = group.next()
           switch target {
-          case .pushline: return try await PushlineLoadClient.subscribe(port: port, token: token, topic: name, progress: subscriber, on: loop).get()
+          case .pushline:
+            let topics = name.map { [TopicPosition(topic: $0)] } ?? []
+            return try await PushlineLoadClient.subscribe(port: port, token: token, topics: topics, progress: subscriber, on: loop).get()
           case .nats: return try await NATSClient.subscribe(port: port, subject: name, progress: subscriber, on: loop).get()
           }
         }

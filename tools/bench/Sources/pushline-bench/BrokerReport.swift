@@ -72,6 +72,31 @@ struct BrokerReport {
       Row(scenario: .latency, label: "broker CPU per delivery", value: perDelivery("brokerCPUSeconds"), format: micros),
       Row(scenario: .latency, label: "load generator CPU per delivery", value: perDelivery("loadCPUSeconds"), format: micros),
     ]
+    // (e) runs on Pushline's brokers only: nats-server's column shows "—".
+    let mebibytes: (Double) -> String = { String(format: "%.1f MiB", $0 / 1024) }
+    let perConnection: ([String: Double]) -> Double? = { values in
+      values["growthKiBPerRound"].flatMap { growth in values["connectionsPerRound"].map { growth * 1024 / $0 } }
+    }
+    rows += [
+      Row(scenario: .churn, label: "broker RSS after round 1", value: key("rssFirstKiB"), format: mebibytes),
+      Row(scenario: .churn, label: "broker RSS after the last round", value: key("rssLastKiB"), format: mebibytes),
+      Row(
+        scenario: .churn, label: "RSS growth per round, second half (least squares)", value: key("growthKiBPerRound"),
+        format: { String(format: "%.1f KiB", $0) }, target: "≈ 0 (flat)"),
+      Row(scenario: .churn, label: "RSS growth per dropped connection", value: perConnection, format: { String(format: "%.0f bytes", $0) }),
+      Row(scenario: .churn, label: "connections churned/s (whole run)", value: key("churnedPerSecond"), format: rate),
+      Row(scenario: .churn, label: "slowest settle (gauges back to the publisher alone)", value: key("maxSettleSeconds"), format: seconds),
+      Row(scenario: .churn, label: "rounds that did not settle", value: key("unsettledRounds"), format: count, target: "0"),
+      Row(scenario: .churn, label: "connections reset before served, tried again", value: key("retries"), format: count),
+      Row(scenario: .churn, label: "bad tokens refused UNAUTHENTICATED", value: key("refusedBadTokens"), format: count),
+      Row(scenario: .churn, label: "garbage prefaces closed by the broker", value: key("garbageClosedByBroker"), format: count),
+      Row(scenario: .churn, label: "changes delivered", value: key("delivered"), format: count),
+      Row(scenario: .churn, label: "changes queued in the broker at a drop, most (its gauge)", value: key("maxQueuedAtDrop"), format: count),
+    ].map { row in
+      var row = row
+      row.isOptional = true
+      return row
+    }
     return rows
   }
 
@@ -113,8 +138,9 @@ struct BrokerReport {
         Swift.print(zip(line, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  "))
       }
     }
+    if scenarios.contains(.churn) { printChurnRounds(values) }
     // The broker's CPU by kind of thread, for the traffic scenarios.
-    for scenario in scenarios where scenario != .idle && scenario != .idleWithoutSubscriptions {
+    for scenario in scenarios where ![.idle, .idleWithoutSubscriptions, .churn].contains(scenario) {
       for broker in brokers {
         guard let figures = values["\(scenario.rawValue)/\(broker)"], let total = figures["brokerCPUSeconds"] else { continue }
         let threads = figures.filter { $0.key.hasPrefix("thread:") }.sorted { $0.value > $1.value }
@@ -123,5 +149,21 @@ struct BrokerReport {
       }
     }
     fflush(nil)  // into a file too, at once: an interrupted run keeps the tables printed so far
+  }
+
+  /// (e)'s broker RSS after each round, one column per Pushline broker measured.
+  private func printChurnRounds(_ values: [String: [String: Double]]) {
+    let measured = brokers.filter { values["churn/\($0)"]?["rssKiB.1"] != nil }
+    guard !measured.isEmpty else { return }
+    let rounds = measured.compactMap { values["churn/\($0)"]?["rounds"] }.map { Int($0) }.max() ?? 0
+    Swift.print("\n(e) broker RSS after each round, MiB:")
+    let header = ["round"] + measured.map { BrokerBenchmark.brokerNames[$0]! }
+    Swift.print(markdown ? "| " + header.joined(separator: " | ") + " |\n|" + String(repeating: " --- |", count: header.count) : header.joined(separator: "  "))
+    for round in 1...max(rounds, 1) {
+      let cells = ["\(round)"] + measured.map { broker in
+        values["churn/\(broker)"]?["rssKiB.\(round)"].map { String(format: "%.1f", $0 / 1024) } ?? "—"
+      }
+      Swift.print(markdown ? "| " + cells.joined(separator: " | ") + " |" : cells.joined(separator: "  "))
+    }
   }
 }

@@ -2,8 +2,9 @@ import Synchronization
 
 /// One subscriber connection's progress, written on its event loop and read by the scenario
 /// that waits for completion: changes received, its position (Pushline: the last
-/// `throughOffset`; nats-server: the message count), when the last delivery arrived, and
-/// optionally each delivery's publish→deliver latency.
+/// `throughOffset`; nats-server: the message count), when the last delivery arrived,
+/// optionally each delivery's publish→deliver latency, the position to resume from (Pushline)
+/// and the status that ended its subscription, if one did.
 final class SubscriberProgress: Sendable {
   /// The topic's index (`driver/i`), or 0 for the broadcast topic.
   let topic: Int
@@ -13,6 +14,12 @@ final class SubscriberProgress: Sendable {
   let failure = Mutex<String?>(nil)
   let recordsLatency: Bool
   let latencies = Mutex<[Int64]>([])
+  /// The epoch and `throughOffset` of the last complete update (0 before one): where a new
+  /// subscription resumes (written on the loop, read once the connection is closed).
+  let resumeEpoch = Atomic<Int64>(0)
+  let resumeOffset = Atomic<Int64>(0)
+  /// The status code that ended the subscription, or -1 while none has.
+  let endStatusCode = Atomic<Int>(-1)
 
   init(topic: Int, recordsLatency: Bool) {
     self.topic = topic

@@ -21,14 +21,15 @@ enum PushlineLoadClient {
     return configuration
   }
 
-  /// Connects a subscriber to `topic`; the future completes once the broker's first update
-  /// (the topic's snapshot) has arrived, i.e. the subscription is live — or, with no topic,
-  /// once the handshake is done (a connection without a subscription).
+  /// Connects a subscriber to `topics` (from their positions, when they have one); the future
+  /// completes once the broker's first update (a snapshot, a catch-up or a watermark) has
+  /// arrived, i.e. the subscription is live — or, with no topics, once the handshake is done
+  /// (a connection without a subscription).
   static func subscribe(
-    port: Int, token: String, topic: String?, progress: SubscriberProgress, on eventLoop: any EventLoop
+    port: Int, token: String, topics: [TopicPosition], progress: SubscriberProgress, on eventLoop: any EventLoop
   ) -> EventLoopFuture<any Channel> {
     let subscribed = eventLoop.makePromise(of: Void.self)
-    let request = topic.map { SubscribeRequest(topics: [TopicPosition(topic: $0)]).serializedBytes() }
+    let request = topics.isEmpty ? nil : SubscribeRequest(topics: topics).serializedBytes()
     let configuration = configuration(token: token)
     let connected = ClientBootstrap(group: eventLoop)
       .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -44,6 +45,8 @@ enum PushlineLoadClient {
       }
       .connect(host: "127.0.0.1", port: port)
     connected.whenFailure { subscribed.fail($0) }
+    // A refused subscriber lets its connection go (the broker would keep it).
+    subscribed.futureResult.whenFailure { _ in connected.whenSuccess { $0.close(promise: nil) } }
     return connected.flatMap { channel in subscribed.futureResult.map { channel } }
   }
 
@@ -155,12 +158,12 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
   }
 
   func channelInactive(context: ChannelHandlerContext) {
-    fail("the connection closed", context: context)
+    fail("the connection closed", context: context, isRetryable: true)
     context.fireChannelInactive()
   }
 
   func errorCaught(context: ChannelHandlerContext, error: any Error) {
-    fail("\(error)", context: context)
+    fail("\(error)", context: context, isRetryable: true)
     context.close(promise: nil)
   }
 
@@ -172,6 +175,10 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
       return TopicUpdateSummary.scan(UnsafeRawBufferPointer(rebasing: raw.dropFirst())) { stamps.append($0) }
     }
     guard let summary else { return fail("a TopicUpdate that does not scan", context: context) }
+    if summary.isComplete {
+      progress.resumeEpoch.store(summary.epoch, ordering: .relaxed)
+      progress.resumeOffset.store(summary.throughOffset, ordering: .relaxed)
+    }
     if summary.isSnapshot {
       progress.position.store(summary.throughOffset, ordering: .relaxed)
     } else {
@@ -195,6 +202,7 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
       isSubscribed = true
       subscribed.succeed()
     case .finishCall(_, let status):
+      progress.endStatusCode.store(Int(status.code), ordering: .relaxed)
       // Refused by the broker's admission limit: subscribe again when it says, as clients do.
       if !isSubscribed, status.code == StatusCode.unavailable.rawValue, let wait = status.retryAfterMillis {
         let handler = NIOLoopBound((self, context), eventLoop: context.eventLoop)
@@ -223,10 +231,12 @@ final class PushlineSubscriberHandler: ChannelInboundHandler {
     burst.send(context: context)
   }
 
-  private func fail(_ reason: String, context: ChannelHandlerContext) {
+  /// Fails the subscriber: its subscribe, if it is not live yet — `isRetryable` when the
+  /// connection failed rather than the broker refusing.
+  private func fail(_ reason: String, context: ChannelHandlerContext, isRetryable: Bool = false) {
     if !isSubscribed {
       isSubscribed = true
-      subscribed.fail(LoadError("subscriber: \(reason)"))
+      subscribed.fail(LoadError("subscriber: \(reason)", isRetryable: isRetryable))
     }
     progress.fail(reason)
   }
@@ -395,5 +405,12 @@ final class PushlinePublisherHandler: ChannelInboundHandler {
 /// A load generator failure, with what went wrong.
 struct LoadError: Error, CustomStringConvertible {
   var description: String
-  init(_ description: String) { self.description = description }
+  /// The connection failed (closed or reset) rather than the broker refusing: trying again
+  /// on a new one may succeed.
+  var isRetryable = false
+
+  init(_ description: String, isRetryable: Bool = false) {
+    self.description = description
+    self.isRetryable = isRetryable
+  }
 }
