@@ -35,13 +35,17 @@ struct DemoCommand: AsyncParsableCommand {
 
   func run() async throws {
     let output: @Sendable (String) -> Void = { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-    try await Self.run(
-      duration: duration.map { .milliseconds(Int64($0 * 1000)) }, dataDirectory: dataDir,
-      plain: plain || !Terminal.isInteractive, output: output)
+    let limit = duration.map { Duration.milliseconds(Int64($0 * 1000)) }
+    try await Self.run(dataDirectory: dataDir, plain: plain || !Terminal.isInteractive, output: output) {
+      if let limit { try? await Task.sleep(for: limit) } else { await TerminationSignal.received() }
+    }
   }
 
-  /// The demo, writing to `output`; tests run it in-process.
-  static func run(duration: Duration?, dataDirectory: String?, plain: Bool, output: @escaping @Sendable (String) -> Void) async throws {
+  /// The demo, writing to `output` until `stop` returns (or q in the terminal); tests run it
+  /// in-process, and stop it once it has shown what they look for.
+  static func run(
+    dataDirectory: String?, plain: Bool, output: @escaping @Sendable (String) -> Void, until stop: @escaping @Sendable () async -> Void
+  ) async throws {
     let directory = dataDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("pushline-demo-\(UUID().uuidString)").path
     defer { if dataDirectory == nil { try? FileManager.default.removeItem(atPath: directory) } }
     let secret = (0..<32).map { _ in UInt8.random(in: 0...255) }
@@ -81,10 +85,8 @@ struct DemoCommand: AsyncParsableCommand {
         group.addTask { try? await services.run() }
         group.addTask { await manager.run() }
         group.addTask { await watcher.run() }
-        group.addTask {
-          if let duration { try? await Task.sleep(for: duration) } else { await TerminationSignal.received() }
-        }
-        _ = await group.next()  // the duration, a signal, or q in the terminal
+        group.addTask { await stop() }
+        _ = await group.next()  // the duration, a signal, a test's stop, or q in the terminal
         group.cancelAll()
       }
       output("pushline demo: stopped")

@@ -24,6 +24,7 @@ public struct MetricsEndpoint: Service {
     self.logger = logger
   }
 
+  /// Serves until the group's graceful shutdown or the task's cancellation, then closes the port.
   public func run() async throws {
     let channel = try await Self.bind(host: host, port: port, registry: registry)
     logger.info("metrics on http://\(host):\(channel.localAddress?.port ?? port)/metrics")
