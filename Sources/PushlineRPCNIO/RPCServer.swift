@@ -135,6 +135,7 @@ public struct RPCServer: Sendable {
     // One pump scheduler per event loop, shared by its connections: a fan-out waking many
     // streams costs each loop one job.
     let pumps = Dictionary(uniqueKeysWithValues: group.makeIterator().map { (ObjectIdentifier($0), PumpScheduler.pumps(on: $0)) })
+    let violationLog = LogBudget()
     return try await ServerBootstrap(group: group)
       .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
       .serverChannelOption(.backlog, value: 256)
@@ -152,7 +153,8 @@ public struct RPCServer: Sendable {
         return channel.eventLoop.makeCompletedFuture {
           try channel.pipeline.syncOperations.addHandlers(
             Self.connectionHandlers(
-              router: router, configuration: configuration, refusal: refusal, pumps: pumps[ObjectIdentifier(channel.eventLoop)]))
+              router: router, configuration: configuration, refusal: refusal, pumps: pumps[ObjectIdentifier(channel.eventLoop)],
+              violationLog: violationLog))
           registry.register(channel, isRefused: refusal != nil)
         }
       }
@@ -160,9 +162,11 @@ public struct RPCServer: Sendable {
       .get()
   }
 
-  /// The pipeline of an accepted connection, from the socket up.
+  /// The pipeline of an accepted connection, from the socket up; `violationLog` is the
+  /// server's allowance of lines about connections that broke the protocol.
   static func connectionHandlers(
-    router: RPCRouter, configuration: Configuration, refusal: RPCError?, pumps: PumpScheduler?
+    router: RPCRouter, configuration: Configuration, refusal: RPCError?, pumps: PumpScheduler?,
+    violationLog: LogBudget = LogBudget()
   ) -> [any ChannelHandler] {
     [
       // No reading while the peer does not read what it is sent: what a connection's
@@ -174,7 +178,7 @@ public struct RPCServer: Sendable {
       ServerConnectionHandler(
         router: router, configuration: configuration.connection, gracePeriod: TimeAmount(configuration.gracePeriod),
         handshakeTimeout: TimeAmount(configuration.handshakeTimeout), refusal: refusal, pumps: pumps,
-        logger: configuration.logger),
+        logger: configuration.logger, violationLog: violationLog),
     ]
   }
 }

@@ -105,6 +105,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private let router: RPCRouter
   private let gracePeriod: TimeAmount
   private let logger: Logger
+  /// The server's allowance of lines about connections that broke the protocol.
+  private let violationLog: LogBudget
   private var peer: ServerConnectionStateMachine.Peer?
   private var calls: [UInt32: Call] = [:]
   /// The unary handler tasks started and not yet returned.
@@ -153,11 +155,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// GOAWAY carrying it and closes (see ``ServerConnectionStateMachine/init(configuration:refusal:)``).
   /// Its streams' pulls run through `pumps`, shared by the connections of its event loop (one
   /// of its own when `nil`). A client whose handshake has not arrived `handshakeTimeout` after
-  /// the handler is added gets a GOAWAY, and the connection closes.
+  /// the handler is added gets a GOAWAY, and the connection closes. Its lines about a peer that
+  /// broke the protocol come out of `violationLog`, shared by the server's connections.
   init(
     router: RPCRouter, configuration: ServerConnectionStateMachine.Configuration, gracePeriod: TimeAmount,
     handshakeTimeout: TimeAmount? = nil, refusal: RPCError? = nil, pumps: PumpScheduler? = nil,
-    logger: Logger = Logger(label: "pushline.rpc")
+    logger: Logger = Logger(label: "pushline.rpc"), violationLog: LogBudget = LogBudget()
   ) {
     handshakeDeadline = handshakeTimeout.map(HandshakeDeadline.State.due) ?? .none
     var configuration = configuration
@@ -167,6 +170,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     self.gracePeriod = gracePeriod
     self.pumps = pumps
     self.logger = logger
+    self.violationLog = violationLog
   }
 
   /// Whether `callID` is in progress. (`calls[callID] != nil` would copy the call out of the
@@ -495,14 +499,23 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// Logs why the connection closes, as its GOAWAY among `elements` says: at `notice` when
   /// the peer broke the protocol, at `debug` when the server refused or retired it (past the
   /// accept rate, no handshake in time, shutdown), which a reconnect storm does by thousands.
+  /// The lines at `notice` come out of the server's ``LogBudget``: the first logged after some
+  /// were dropped says how many (`suppressed`).
   private func logClosing(after elements: [ConnectionElement]) {
     for case .frame(let frame) in elements where frame.kind == .goAway {
       guard let goAway = try? GoAway(serializedBytes: frame.payload) else { continue }
-      let retired = goAway.code == StatusCode.unavailable.rawValue || goAway.retryAfterMillis != nil
       // The message and metadata are built only if the level is logged.
-      logger.log(
-        level: retired ? .debug : .notice, retired ? "closing a connection" : "closing a connection that broke the protocol",
-        metadata: ["peer": "\(peerDescription)", "code": "\(goAway.code ?? 0)", "reason": "\(goAway.message ?? "")"])
+      let metadata: () -> Logger.Metadata = {
+        ["peer": "\(self.peerDescription)", "code": "\(goAway.code ?? 0)", "reason": "\(goAway.message ?? "")"]
+      }
+      guard goAway.code != StatusCode.unavailable.rawValue && goAway.retryAfterMillis == nil else {
+        logger.debug("closing a connection", metadata: metadata())
+        continue
+      }
+      guard logger.logLevel <= .notice, let suppressed = violationLog.take(at: context?.eventLoop.now ?? .now()) else { continue }
+      var lineMetadata = metadata()
+      if suppressed > 0 { lineMetadata["suppressed"] = "\(suppressed)" }
+      logger.notice("closing a connection that broke the protocol", metadata: lineMetadata)
     }
   }
 

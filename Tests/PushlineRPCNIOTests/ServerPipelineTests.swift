@@ -61,4 +61,27 @@ struct ServerPipelineTests {
     #expect(refused.all.map(\.level) == [.debug] && refused.all.first?.metadata["reason"] == "too many clients")
     _ = try busy.finish(acceptAlreadyClosed: true)
   }
+
+  /// A flood of connections that break the protocol (a port scanner, a broken client build)
+  /// is logged within the server's budget — 10 lines in 10 s — and the first line after it
+  /// says how many were left out.
+  @Test func connectionsBreakingTheProtocolAreLoggedWithinABudget() throws {
+    let records = RecordingLogHandler.Records()
+    let configuration = RPCServer.Configuration(logger: RecordingLogHandler.logger(into: records))
+    let violationLog = LogBudget()
+    let loop = EmbeddedEventLoop()
+    func garbageConnection() throws {
+      let channel = EmbeddedChannel(loop: loop)
+      try channel.pipeline.syncOperations.addHandlers(
+        RPCServer.connectionHandlers(router: RPCRouter(), configuration: configuration, refusal: nil, pumps: nil, violationLog: violationLog))
+      try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
+      try channel.writeInbound(ByteBuffer(string: "GET / HTTP/1.1\r\n\r\n"))
+      _ = try channel.finish(acceptAlreadyClosed: true)
+    }
+    for _ in 0..<25 { try garbageConnection() }
+    #expect(records.all.count == 10 && records.all.allSatisfy { $0.metadata["suppressed"] == nil })
+    loop.advanceTime(by: .seconds(10))
+    try garbageConnection()
+    #expect(records.all.count == 11 && records.all.last?.metadata["suppressed"] == "15")
+  }
 }
