@@ -27,12 +27,13 @@ import Synchronization
 /// Cards are stored as their protobuf bytes, so a card from a newer schema keeps its unknown
 /// fields across restarts.
 ///
-/// One broker at a time: the storage holds the directory's lock (``DataDirectoryLock``) for
+/// One broker at a time: the storage holds the directory (``DataDirectory``) for
 /// as long as it lives, and a second one on the same directory is refused.
 public final class SQLiteBrokerStorage: BrokerStorage {
   private let database: DatabasePool
-  /// Declared after the database, so released after it is closed.
-  private let lock: DataDirectoryLock
+  /// The directory, held while the storage lives; declared after the database, so let go of
+  /// after the database is closed.
+  private let held: DataDirectory
   /// Whose rows a ``StoredRowError`` names.
   private static let store = "the broker's"
 
@@ -81,12 +82,10 @@ public final class SQLiteBrokerStorage: BrokerStorage {
   /// - Parameter lockTimeout: how long to wait for a broker that holds the directory to let
   ///   go of it (one restarted while its previous process exits), as SQLite waits for its locks.
   /// - Throws: ``DataDirectoryInUseError`` when another broker still holds the directory;
-  ///   otherwise when the directory cannot be created or locked, or the database cannot be
-  ///   opened or migrated.
+  ///   ``DataDirectoryError`` when the directory cannot be created or locked; GRDB's error
+  ///   when the database cannot be opened or migrated.
   public init(directory: String, lockTimeout: Duration = .seconds(5)) throws {
-    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    lock = try DataDirectoryLock(
-      path: (directory as NSString).appendingPathComponent("broker.lock"), of: directory, waiting: lockTimeout)
+    held = try DataDirectory(path: directory, waiting: lockTimeout)
     var configuration = Configuration()
     configuration.prepareDatabase { db in
       try db.execute(sql: "PRAGMA synchronous = FULL")

@@ -78,6 +78,18 @@ struct SQLiteBrokerStorageTests {
     #expect(try await reopened.publish("t", [card("a", 1)]).firstOffset == 1)
   }
 
+  /// A data directory that cannot be made is refused with the system's reason, as an operator
+  /// reads it, not Foundation's dictionary of an error.
+  @Test func aDirectoryThatCannotBeMadeIsRefusedWithTheSystemsReason() throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    let file = directory + "/a-file"
+    #expect(FileManager.default.createFile(atPath: file, contents: Data()))
+    let error = #expect(throws: DataDirectoryError.self) { try SQLiteBrokerStorage(directory: file + "/data") }
+    #expect(error == DataDirectoryError(action: "create", path: file + "/data", errno: ENOTDIR))
+    #expect(error?.description == "cannot create \(file)/data: Not a directory")
+  }
+
   /// A new database gets 16 KiB pages; one made before keeps its 4 KiB pages and still serves.
   @Test func aNewDatabaseHasLargePagesAndAnOldOneKeepsItsOwn() async throws {
     defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -1,11 +1,7 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Foundation
 
-/// A data directory held by one broker: an exclusive `flock(2)` on its lock file, held until
-/// the lock is released (when the storage holding it goes).
+/// A broker's data directory, made if missing and held by this broker alone: an exclusive
+/// `flock(2)` on its `broker.lock`, until the storage holding it goes.
 ///
 /// Two brokers on one directory would each number the same topics from their own memory, and
 /// give the same offsets to different changes: a client resuming from one of them would then
@@ -15,18 +11,20 @@ import Darwin
 /// directory opens again at once. A holder that is still stopping (a broker restarted while
 /// its previous process exits, or a storage in this process not yet let go of by the tasks
 /// that used it) is waited for, up to a timeout, as SQLite waits for its own locks.
-final class DataDirectoryLock: Sendable {
+final class DataDirectory: Sendable {
   private let descriptor: Int32
 
-  /// Takes the lock on the file at `path` in `directory` (created if missing), waiting up to
-  /// `timeout` for another holder to let go of it.
+  /// Makes the directory at `path` (and its parents) if missing, and takes its lock, waiting
+  /// up to `timeout` for another holder to let go of it.
   ///
   /// - Throws: ``DataDirectoryInUseError`` when another process (or another storage in this
-  ///   one) still holds it; ``DataDirectoryLockError`` when the lock file cannot be opened or
-  ///   locked.
-  init(path: String, of directory: String, waiting timeout: Duration) throws {
-    let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-    guard descriptor >= 0 else { throw DataDirectoryLockError(path: path, errno: errno) }
+  ///   one) still holds it; ``DataDirectoryError`` when the directory cannot be made, or its
+  ///   lock file opened or locked.
+  init(path: String, waiting timeout: Duration) throws {
+    try Self.make(path)
+    let lockPath = (path as NSString).appendingPathComponent("broker.lock")
+    let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+    guard descriptor >= 0 else { throw DataDirectoryError(action: "open", path: lockPath, errno: errno) }
     let deadline = ContinuousClock.now + timeout
     while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
       let failure = errno
@@ -36,13 +34,27 @@ final class DataDirectoryLock: Sendable {
         continue
       }
       defer { close(descriptor) }
-      if failure == EWOULDBLOCK { throw DataDirectoryInUseError(directory: directory, holder: Self.processID(in: descriptor)) }
-      throw DataDirectoryLockError(path: path, errno: failure)
+      if failure == EWOULDBLOCK { throw DataDirectoryInUseError(directory: path, holder: Self.processID(in: descriptor)) }
+      throw DataDirectoryError(action: "lock", path: lockPath, errno: failure)
     }
     // Who holds it, for the error a second broker reports; the lock, not this, excludes.
     let pid = Array("\(getpid())\n".utf8)
     if ftruncate(descriptor, 0) == 0 { _ = pid.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) } }
     self.descriptor = descriptor
+  }
+
+  /// Makes the directory at `path` and its missing parents, as `mkdir -p` does; the system's
+  /// reason when it cannot (Foundation's `createDirectory` loses it).
+  private static func make(_ path: String) throws(DataDirectoryError) {
+    var prefix = path.hasPrefix("/") ? "/" : ""
+    for component in path.split(separator: "/") {
+      prefix += component
+      if mkdir(prefix, 0o755) != 0, errno != EEXIST { throw DataDirectoryError(action: "create", path: path, errno: errno) }
+      prefix += "/"
+    }
+    var status = stat()
+    guard stat(path, &status) == 0 else { throw DataDirectoryError(action: "create", path: path, errno: errno) }
+    guard status.st_mode & S_IFMT == S_IFDIR else { throw DataDirectoryError(action: "create", path: path, errno: ENOTDIR) }
   }
 
   deinit {

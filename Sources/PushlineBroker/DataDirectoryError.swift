@@ -1,0 +1,19 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A broker's data directory, or its lock file, cannot be created, opened or locked: what the
+/// system said, as an operator reads it (`cannot create /var/lib/pushline: Permission denied`).
+public struct DataDirectoryError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// What could not be done: `create`, `open` or `lock`.
+  public var action: String
+  /// The directory or the lock file.
+  public var path: String
+  /// The system's error number.
+  public var errno: Int32
+
+  /// For example `cannot lock /var/lib/pushline/broker.lock: Permission denied`.
+  public var description: String { "cannot \(action) \(path): \(String(cString: strerror(errno)))" }
+}
