@@ -15,16 +15,23 @@ final class DataDirectory: Sendable {
   private let descriptor: Int32
 
   /// Makes the directory at `path` (and its parents) if missing, and takes its lock, waiting
-  /// up to `timeout` for another holder to let go of it.
+  /// up to `timeout` for another holder to let go of it — blocking the calling thread while it
+  /// waits, as SQLite's busy timeout does (a broker opens its storage once, at start).
   ///
   /// - Throws: ``DataDirectoryInUseError`` when another process (or another storage in this
   ///   one) still holds it; ``DataDirectoryError`` when the directory cannot be made, or its
-  ///   lock file opened or locked.
+  ///   lock file opened (it must be a regular file, not a link) or locked.
   init(path: String, waiting timeout: Duration) throws {
     try Self.make(path)
     let lockPath = (path as NSString).appendingPathComponent("broker.lock")
-    let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+    // Not through a link: the file is truncated and written below.
+    let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
     guard descriptor >= 0 else { throw DataDirectoryError(action: "open", path: lockPath, errno: errno) }
+    var status = stat()
+    guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+      close(descriptor)
+      throw DataDirectoryError(action: "open", path: lockPath, errno: EINVAL)
+    }
     let deadline = ContinuousClock.now + timeout
     while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
       let failure = errno
@@ -38,23 +45,36 @@ final class DataDirectory: Sendable {
       throw DataDirectoryError(action: "lock", path: lockPath, errno: failure)
     }
     // Who holds it, for the error a second broker reports; the lock, not this, excludes.
+    // Written before the rest is cut off, so a reader never finds the file empty.
     let pid = Array("\(getpid())\n".utf8)
-    if ftruncate(descriptor, 0) == 0 { _ = pid.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) } }
+    let written = pid.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+    if written == pid.count { _ = ftruncate(descriptor, off_t(pid.count)) }
     self.descriptor = descriptor
   }
 
   /// Makes the directory at `path` and its missing parents, as `mkdir -p` does; the system's
-  /// reason when it cannot (Foundation's `createDirectory` loses it).
+  /// reason, naming the directory that could not be made, when it cannot (Foundation's
+  /// `createDirectory` loses the reason). A directory that exists is taken as it is, whatever
+  /// `mkdir` says of it (NFS may say EACCES before EEXIST).
   private static func make(_ path: String) throws(DataDirectoryError) {
+    guard !isDirectory(path) else { return }
     var prefix = path.hasPrefix("/") ? "/" : ""
     for component in path.split(separator: "/") {
       prefix += component
-      if mkdir(prefix, 0o755) != 0, errno != EEXIST { throw DataDirectoryError(action: "create", path: path, errno: errno) }
+      if mkdir(prefix, 0o755) != 0 {
+        let failure = errno
+        guard isDirectory(prefix) else {
+          throw DataDirectoryError(action: "create", path: prefix, errno: failure == EEXIST ? ENOTDIR : failure)
+        }
+      }
       prefix += "/"
     }
+  }
+
+  /// Whether `path` names a directory (through links).
+  private static func isDirectory(_ path: String) -> Bool {
     var status = stat()
-    guard stat(path, &status) == 0 else { throw DataDirectoryError(action: "create", path: path, errno: errno) }
-    guard status.st_mode & S_IFMT == S_IFDIR else { throw DataDirectoryError(action: "create", path: path, errno: ENOTDIR) }
+    return stat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
   }
 
   deinit {

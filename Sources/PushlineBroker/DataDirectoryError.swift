@@ -9,11 +9,11 @@ import Darwin
 public struct DataDirectoryError: Error, Hashable, Sendable, CustomStringConvertible {
   /// What could not be done: `create`, `open` or `lock`.
   public var action: String
-  /// The directory or the lock file.
+  /// The directory (or the first of its parents) that could not be made, or the lock file.
   public var path: String
   /// The system's error number.
   public var errno: Int32
 
-  /// For example `cannot lock /var/lib/pushline/broker.lock: Permission denied`.
+  /// For example `cannot open /var/lib/pushline/broker.lock: Permission denied`.
   public var description: String { "cannot \(action) \(path): \(String(cString: strerror(errno)))" }
 }

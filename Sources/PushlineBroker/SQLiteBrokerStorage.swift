@@ -31,8 +31,7 @@ import Synchronization
 /// as long as it lives, and a second one on the same directory is refused.
 public final class SQLiteBrokerStorage: BrokerStorage {
   private let database: DatabasePool
-  /// The directory, held while the storage lives; declared after the database, so let go of
-  /// after the database is closed.
+  /// The directory, held while the storage lives, and let go of after the database is closed.
   private let held: DataDirectory
   /// Whose rows a ``StoredRowError`` names.
   private static let store = "the broker's"
@@ -94,6 +93,11 @@ public final class SQLiteBrokerStorage: BrokerStorage {
     configuration.busyMode = .timeout(5)
     database = try DatabasePool(path: (directory as NSString).appendingPathComponent("broker.sqlite"), configuration: configuration)
     try Self.migrator.migrate(database)
+  }
+
+  deinit {
+    // Closed here, before the directory is let go of: the next broker on it finds it closed.
+    try? database.close()
   }
 
   private static var migrator: DatabaseMigrator {

@@ -166,7 +166,7 @@ public struct RPCServer: Sendable {
   /// server's allowance of lines about connections that broke the protocol.
   static func connectionHandlers(
     router: RPCRouter, configuration: Configuration, refusal: RPCError?, pumps: PumpScheduler?,
-    violationLog: LogBudget = LogBudget()
+    violationLog: LogBudget
   ) -> [any ChannelHandler] {
     [
       // No reading while the peer does not read what it is sent: what a connection's

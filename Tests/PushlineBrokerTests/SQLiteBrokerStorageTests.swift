@@ -86,8 +86,8 @@ struct SQLiteBrokerStorageTests {
     let file = directory + "/a-file"
     #expect(FileManager.default.createFile(atPath: file, contents: Data()))
     let error = #expect(throws: DataDirectoryError.self) { try SQLiteBrokerStorage(directory: file + "/data") }
-    #expect(error == DataDirectoryError(action: "create", path: file + "/data", errno: ENOTDIR))
-    #expect(error?.description == "cannot create \(file)/data: Not a directory")
+    #expect(error == DataDirectoryError(action: "create", path: file, errno: ENOTDIR))
+    #expect(error?.description == "cannot create \(file): Not a directory")
   }
 
   /// A new database gets 16 KiB pages; one made before keeps its 4 KiB pages and still serves.

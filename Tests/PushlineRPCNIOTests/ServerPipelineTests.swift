@@ -17,7 +17,7 @@ struct ServerPipelineTests {
     let counter = OutboundEventCounter<ByteBuffer>()
     try channel.pipeline.syncOperations.addHandler(counter)
     try channel.pipeline.syncOperations.addHandlers(
-      RPCServer.connectionHandlers(router: RPCRouter(), configuration: .init(), refusal: nil, pumps: nil))
+      RPCServer.connectionHandlers(router: RPCRouter(), configuration: .init(), refusal: nil, pumps: nil, violationLog: LogBudget()))
     try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
     channel.read()
     #expect(counter.reads == 1)
@@ -42,7 +42,7 @@ struct ServerPipelineTests {
     let configuration = RPCServer.Configuration(logger: RecordingLogHandler.logger(into: records))
     let channel = EmbeddedChannel()
     try channel.pipeline.syncOperations.addHandlers(
-      RPCServer.connectionHandlers(router: RPCRouter(), configuration: configuration, refusal: nil, pumps: nil))
+      RPCServer.connectionHandlers(router: RPCRouter(), configuration: configuration, refusal: nil, pumps: nil, violationLog: LogBudget()))
     try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
     try channel.writeInbound(ByteBuffer(string: "GET / HTTP/1.1\r\nHost: pushline\r\n\r\n"))
     let notices = records.all.filter { $0.level == .notice }
@@ -55,7 +55,7 @@ struct ServerPipelineTests {
     try busy.pipeline.syncOperations.addHandlers(
       RPCServer.connectionHandlers(
         router: RPCRouter(), configuration: RPCServer.Configuration(logger: RecordingLogHandler.logger(into: refused)),
-        refusal: RPCError(code: .unavailable, message: "too many clients", retryAfterMillis: 100), pumps: nil))
+        refusal: RPCError(code: .unavailable, message: "too many clients", retryAfterMillis: 100), pumps: nil, violationLog: LogBudget()))
     try busy.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
     busy.embeddedEventLoop.advanceTime(by: .seconds(11))
     #expect(refused.all.map(\.level) == [.debug] && refused.all.first?.metadata["reason"] == "too many clients")
