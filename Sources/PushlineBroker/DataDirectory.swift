@@ -21,7 +21,9 @@ final class DataDirectory: Sendable {
   /// - Throws: ``DataDirectoryInUseError`` when another process (or another storage in this
   ///   one) still holds it; ``DataDirectoryError`` when the directory cannot be made, or its
   ///   lock file opened (it must be a regular file, not a link) or locked.
-  init(path: String, waiting timeout: Duration) throws {
+  /// - Parameter whenWaiting: called once if the lock is held by another when first tried
+  ///   (tests let go of it then).
+  init(path: String, waiting timeout: Duration, whenWaiting: () -> Void = {}) throws {
     try Self.make(path)
     let lockPath = (path as NSString).appendingPathComponent("broker.lock")
     // Not through a link: the file is truncated and written below.
@@ -33,10 +35,13 @@ final class DataDirectory: Sendable {
       throw DataDirectoryError(action: "open", path: lockPath, errno: EINVAL)
     }
     let deadline = ContinuousClock.now + timeout
+    var hasWaited = false
     while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
       let failure = errno
       if failure == EINTR { continue }
       if failure == EWOULDBLOCK, ContinuousClock.now < deadline {
+        if !hasWaited { whenWaiting() }
+        hasWaited = true
         usleep(10_000)
         continue
       }

@@ -78,6 +78,24 @@ struct SQLiteBrokerStorageTests {
     #expect(try await reopened.publish("t", [card("a", 1)]).firstOffset == 1)
   }
 
+  /// A broker restarted while its previous one still holds the directory (a process still
+  /// exiting) waits for it, and takes the directory as soon as it is let go of.
+  @Test func aDirectoryStillHeldIsWaitedFor() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let (waiting, wait) = AsyncStream<Void>.makeStream()
+    let second: Task<Void, any Error>
+    do {
+      let first = try DataDirectory(path: directory, waiting: .zero)
+      second = Task.detached { [directory] in
+        defer { wait.finish() }  // a second that does not wait ends the test at once
+        _ = try DataDirectory(path: directory, waiting: .seconds(30), whenWaiting: { wait.finish() })
+      }
+      for await _ in waiting {}  // the second found the directory held, or gave up
+      withExtendedLifetime(first) {}
+    }
+    try await second.value
+  }
+
   /// A data directory that cannot be made is refused with the system's reason, as an operator
   /// reads it, not Foundation's dictionary of an error.
   @Test func aDirectoryThatCannotBeMadeIsRefusedWithTheSystemsReason() throws {
