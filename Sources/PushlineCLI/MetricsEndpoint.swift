@@ -1,4 +1,4 @@
-public import Logging
+import Logging
 public import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -8,21 +8,14 @@ public import ServiceLifecycle
 /// The admin HTTP port as a `Service`: `GET /metrics` answers with the registry's metrics in
 /// the Prometheus text format; anything else gets 404. One request per connection. It serves
 /// until the group's graceful shutdown or cancellation; with nothing to drain, both simply
-/// close the port. Public for the benchmark's broker, which serves the same figures.
+/// close the port. Public (with ``bind(host:port:registry:)``) for the benchmark's broker, which
+/// serves the same figures.
 public struct MetricsEndpoint: Service {
   var host: String
   /// The port; 0 picks a free one (logged on start).
   var port: Int
   var registry: PrometheusCollectorRegistry
   var logger: Logger
-
-  /// An endpoint on `host`:`port` serving `registry`, logging where it listens to `logger`.
-  public init(host: String, port: Int, registry: PrometheusCollectorRegistry, logger: Logger) {
-    self.host = host
-    self.port = port
-    self.registry = registry
-    self.logger = logger
-  }
 
   /// Serves until the group's graceful shutdown or the task's cancellation, then closes the port.
   public func run() async throws {
