@@ -87,12 +87,20 @@ public final class SQLiteBrokerStorage: BrokerStorage {
     held = try DataDirectory(path: directory, waiting: lockTimeout)
     var configuration = Configuration()
     configuration.prepareDatabase { db in
-      try db.execute(sql: "PRAGMA synchronous = FULL")
       try db.execute(sql: "PRAGMA page_size = 16384")  // Before WAL mode, so a new file takes it.
     }
     configuration.busyMode = .timeout(5)
     database = try DatabasePool(path: (directory as NSString).appendingPathComponent("broker.sqlite"), configuration: configuration)
+    // After the pool is open: turning WAL mode on, GRDB sets `synchronous = NORMAL` on its
+    // writer, which syncs the WAL only at checkpoints, so a machine's crash could take
+    // commits already acknowledged. The pool keeps this one writer connection for its life.
+    try database.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
     try Self.migrator.migrate(database)
+  }
+
+  /// The writer connection's `PRAGMA synchronous` (2 is FULL: each commit waits for the disk).
+  func writerSynchronousLevel() throws -> Int? {
+    try database.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA synchronous") }
   }
 
   deinit {

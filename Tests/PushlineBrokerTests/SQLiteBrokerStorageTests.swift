@@ -129,6 +129,15 @@ struct SQLiteBrokerStorageTests {
     #expect(after.epoch == before.epoch && after.changes.map(\.cardID) == ["a"])
   }
 
+  /// An acknowledged publish must survive the machine's crash, not only the process's: each
+  /// commit waits for the disk. GRDB turns WAL mode on with `synchronous = NORMAL`, which syncs
+  /// only at checkpoints; the storage's own setting has to win over it.
+  @Test func eachCommitWaitsForTheDisk() throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let storage = try SQLiteBrokerStorage(directory: directory)
+    #expect(try storage.writerSynchronousLevel() == 2)
+  }
+
   /// Cards are appended as versions, and the versions they supersede are deleted many at a
   /// time: a card published ten thousand times leaves a bounded table, across a restart (which
   /// finds the superseded rows the first run left), and comes back at its last version.
