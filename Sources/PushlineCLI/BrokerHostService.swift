@@ -7,11 +7,13 @@ import ServiceLifecycle
 /// subscriptions, the grace period for calls in progress, then cancellation of what still runs.
 /// Cancelled instead, it stops at once, without the grace period.
 ///
-/// Cancelled at all — before its graceful shutdown (SIGQUIT in `serve`) or during it (the
-/// group's `maximumGracefulShutdownDuration` passed) — ``run()`` throws `CancellationError`
-/// once the broker has stopped, never returns: calls were cut short, and the group, then
-/// `serve`, must fail rather than end as if the shutdown were graceful. (A service that throws
-/// during the group's graceful shutdown makes the group cancel the others and rethrow its error.)
+/// Cancelled before its graceful shutdown (SIGQUIT in `serve`), or during it (the group's
+/// `maximumGracefulShutdownDuration` passed) while connections are still open, ``run()``
+/// throws `CancellationError` once the broker has stopped: calls were cut short, and the
+/// group, then `serve`, must fail rather than end as if the shutdown were graceful. A shutdown
+/// that let its last connection go just as the deadline passed cut nothing short, and returns.
+/// (A service that throws during the group's graceful shutdown makes the group cancel the
+/// others and rethrow its error.)
 struct BrokerHostService: Service {
   var brokerHost: BrokerHost
   /// Called once, with the bound address, when the broker serves.
@@ -26,9 +28,6 @@ struct BrokerHostService: Service {
       try await gracefulShutdown()
       onStopping()
     }
-    // The server stops at once on cancellation during its shutdown too, but then returns as
-    // from a graceful one.
-    try Task.checkCancellation()
   }
 }
 

@@ -75,9 +75,12 @@ final class ConnectionRegistry: Sendable {
     }
   }
 
-  /// Closes every connection at once (the server was cancelled).
-  func closeAll() {
-    for channel in state.withLock({ Array($0.connections.values) }) { channel.close(promise: nil) }
+  /// Closes every connection at once (the server was cancelled), and returns how many were open.
+  @discardableResult
+  func closeAll() -> Int {
+    let open = state.withLock { Array($0.connections.values) }
+    for channel in open { channel.close(promise: nil) }
+    return open.count
   }
 
   /// Returns once no connection is open.

@@ -3,6 +3,7 @@ public import Logging
 public import NIOCore
 import NIOPosix
 public import PushlineRPC
+import Synchronization
 
 /// A Pushline RPC server on TCP: it accepts connections and serves each with the methods of
 /// its ``RPCRouter``, following ``ServerConnectionStateMachine``.
@@ -97,7 +98,10 @@ public struct RPCServer: Sendable {
   /// period from their connection's GOAWAY to finish, then everything still running is
   /// cancelled.
   ///
-  /// If `body` throws, the server stops at once, without the grace period.
+  /// If `body` throws, the server stops at once, without the grace period, and rethrows its
+  /// error. If the task is cancelled while `body` runs or during the shutdown, the server
+  /// closes every connection still open at once and throws `CancellationError` when that cut
+  /// any short; a shutdown that had already let every connection go returns as a graceful one.
   public func withRunningServer<Result: Sendable>(_ body: (SocketAddress) async throws -> Result) async throws -> Result {
     let connections = ConnectionRegistry(metrics: configuration.metrics)
     let listener = try await bind(registeringIn: connections)
@@ -115,11 +119,13 @@ public struct RPCServer: Sendable {
     configuration.logger.info(
       "shutting down: a GOAWAY to each connection", metadata: ["lameDuckPeriod": "\(configuration.lameDuckPeriod)"])
     connections.shutDown(spreadOver: configuration.lameDuckPeriod, reconnectSpread: configuration.reconnectSpread)
+    let cutShort = Atomic(false)
     await withTaskCancellationHandler {
       await connections.waitUntilEmpty()
     } onCancel: {
-      connections.closeAll()
+      if connections.closeAll() > 0 { cutShort.store(true, ordering: .relaxed) }
     }
+    if cutShort.load(ordering: .relaxed) { throw CancellationError() }
     return result
   }
 

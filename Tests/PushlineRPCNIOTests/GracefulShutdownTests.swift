@@ -130,7 +130,8 @@ struct GracefulShutdownTests {
   }
 
   /// A server whose task is cancelled stops at once: its connections close without waiting
-  /// for the grace period, and the calls on them fail.
+  /// for the grace period, the calls on them fail, and the server throws `CancellationError`
+  /// (it cut them short).
   @Test(.timeLimit(.minutes(1))) func aCancelledServerClosesItsConnectionsAtOnce() async throws {
     let (router, started) = Self.routerWithACallThatNeverEnds()
     let (ports, reportPort) = AsyncStream<Int>.makeStream()
@@ -148,9 +149,27 @@ struct GracefulShutdownTests {
       var startedIterator = started.makeAsyncIterator()
       await startedIterator.next()
       server.cancel()
-      try await server.value  // returns long before the 600 s grace period
+      // Ends long before the 600 s grace period.
+      await #expect(throws: CancellationError.self) { try await server.value }
       await #expect(throws: RPCError.self) { try await forever.value }
     }
+  }
+
+  /// A server cancelled once its last connection has gone cut nothing short: it returns what
+  /// its body returned, as from a graceful shutdown (a deadline passing just as the shutdown
+  /// ends must not turn it into a failure).
+  @Test(.timeLimit(.minutes(1))) func aServerCancelledWithNoConnectionLeftReturns() async throws {
+    let (cancelled, reportCancelled) = AsyncStream<Void>.makeStream()
+    let server = Task {
+      try await RPCServer(router: RPCRouter(), configuration: .init(port: 0)).withRunningServer { _ in
+        withUnsafeCurrentTask { $0?.cancel() }
+        reportCancelled.yield()
+        return "served"
+      }
+    }
+    var cancelledIterator = cancelled.makeAsyncIterator()
+    await cancelledIterator.next()
+    #expect(try await server.value == "served")
   }
 
   /// Handlers that outlive the grace period are cancelled, and the server still stops.
