@@ -89,18 +89,22 @@ public final class Broker: Sendable {
   /// A topic's snapshot: its live, unexpired cards positioned at the top offset. (A topic no
   /// one has published to is not kept for it: reads must not grow the broker.)
   ///
+  /// - Parameter maxMessageSize: the largest message the reader's connection takes (the
+  ///   limit its handshake agreed).
   /// - Throws: INVALID_ARGUMENT for a bad topic name, PERMISSION_DENIED when `principal`
   ///   may not read it, RESOURCE_EXHAUSTED when the snapshot would not fit a message (a
   ///   subscription sends such a topic in parts).
-  public func cards(in topic: String, for principal: Principal) throws(RPCError) -> EncodedTopicUpdate {
+  public func cards(
+    in topic: String, for principal: Principal, maxMessageSize: Int = ConnectionLimits.defaults.maxMessageSize
+  ) throws(RPCError) -> EncodedTopicUpdate {
     try Self.authorizeRead(topic, principal)
     let now = configuration.nowMillis()
     let snapshot = state.withLock { state in (state.topics[topic] ?? Self.newTopic(topic, in: state)).snapshot(nowMillis: now) }
-    let (size, limit) = (snapshot.encodedSize(), ConnectionLimits.defaults.maxMessageSize)
-    guard size <= limit else {
+    let size = snapshot.encodedSize()
+    guard size <= maxMessageSize else {
       throw RPCError(
         code: .resourceExhausted,
-        message: "the snapshot of topic \"\(topic)\" is \(size) bytes, over the \(limit)-byte message limit: subscribe to it, which sends it in parts")
+        message: "the snapshot of topic \"\(topic)\" is \(size) bytes, over this connection's \(maxMessageSize)-byte message limit: subscribe to it, which sends it in parts")
     }
     return snapshot
   }
@@ -109,11 +113,16 @@ public final class Broker: Sendable {
   /// resume, otherwise a snapshot; then live changes. Call ``nextUpdates(for:)`` to drain it
   /// and ``unsubscribe(_:)`` when the stream ends.
   ///
+  /// - Parameter maxMessageSize: the largest message the subscriber's connection takes (the
+  ///   limit its handshake agreed): snapshots go in parts that fit it, and a card that cannot
+  ///   ends the stream with RESOURCE_EXHAUSTED.
   /// - Throws: INVALID_ARGUMENT for no, too many, repeated or badly named topics;
   ///   PERMISSION_DENIED when `principal` may not read one of them; RESOURCE_EXHAUSTED when
   ///   its subject holds ``BrokerConfiguration/maxSubscriptionsPerSubject`` already; UNAVAILABLE with a
   ///   retry-after hint past the admission rate or after ``shutDown()``.
-  public func subscribe(_ request: SubscribeRequest, for principal: Principal) throws(RPCError) -> Subscription {
+  public func subscribe(
+    _ request: SubscribeRequest, for principal: Principal, maxMessageSize: Int = ConnectionLimits.defaults.maxMessageSize
+  ) throws(RPCError) -> Subscription {
     guard (1...configuration.maxTopicsPerSubscription).contains(request.topics.count) else {
       throw RPCError(
         code: .invalidArgument,
@@ -137,7 +146,8 @@ public final class Broker: Sendable {
       // subscription. (The limiter's lock is taken under this one, and takes no other.)
       try admission.admit(nowMillis: now)
       let subscription = Subscription(
-        principal: principal, maxQueuedChanges: configuration.maxQueuedChangesPerSubscription, nowMillis: now)
+        principal: principal, maxQueuedChanges: configuration.maxQueuedChangesPerSubscription, maxMessageSize: maxMessageSize,
+        nowMillis: now)
       let id = ObjectIdentifier(subscription)
       state.subscriptionsPerSubject[principal.subject] = held + 1
       for position in request.topics {

@@ -16,8 +16,9 @@ public struct BrokerConfiguration: Sendable {
   /// Changes queued for one subscriber, beyond which a topic's queue is replaced by a
   /// snapshot sent when the subscriber catches up.
   public var maxQueuedChangesPerSubscription: Int
-  /// Changes a single update message carries at most; at least 1 (a smaller value is taken as 1:
-  /// with none, a subscription would never move on).
+  /// Changes a live update or a resume's catch-up carries at most in one message; at least 1
+  /// (a smaller value is taken as 1: with none, a subscription would never move on). A
+  /// snapshot's parts are bounded by bytes alone (docs/PROTOCOL.md 3.3).
   @AtLeastOne public var maxChangesPerUpdate: Int
   /// Changes one publish may carry; at least 1 (a smaller value is taken as 1).
   @AtLeastOne public var maxChangesPerPublish: Int

@@ -44,12 +44,12 @@ public enum BrokerService {
     }
     router.registerUnary(getCardsMethod, request: GetCardsRequest.self, response: EncodedTopicUpdate.self) { request, context in
       let principal = try await authority.authenticate(context.peer.authToken)
-      return try broker.cards(in: request.topic, for: principal)
+      return try broker.cards(in: request.topic, for: principal, maxMessageSize: context.peer.limits.maxMessageSize)
     }
     router.registerServerStreaming(subscribeMethod, request: SubscribeRequest.self, response: EncodedTopicUpdate.self) {
       request, writer, context in
       let principal = try await authority.authenticate(context.peer.authToken)
-      let subscription = try broker.subscribe(request, for: principal)
+      let subscription = try broker.subscribe(request, for: principal, maxMessageSize: context.peer.limits.maxMessageSize)
       // The transport pulls the subscription's updates on the connection's event loop when
       // the fan-out wakes it: no task switch per delivery, and no task waiting per stream (the
       // stream's end unsubscribes). Without a pump, this task writes.

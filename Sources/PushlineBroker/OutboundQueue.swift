@@ -262,13 +262,13 @@ public struct OutboundQueue: Sendable {
     compactIfSparse()
   }
 
-  /// Takes up to about `limit` changes, and about ``maxTakeBytes`` of cards, from the front
+  /// Takes up to about `limit` changes, and about `maxBytes` of cards, from the front
   /// (at least one change or snapshot), as one update per topic and run: a snapshot travels
   /// alone; consecutive changes of a topic share an update. A run only partly taken leaves the
   /// rest at the front. `epoch(topic)` gives the epoch of changes; `throughOffset` is filled in
   /// by the caller, except for snapshots.
   ///
-  /// A snapshot with more than about ``maxTakeBytes`` of cards goes in parts, so that a topic
+  /// A snapshot with more than about `maxBytes` of cards goes in parts, so that a topic
   /// of many or large cards never outgrows a message: the first part, of about that many
   /// bytes, is the snapshot, positioned at its last card (its cards are in offset order); the
   /// rest stays at the front, still counting nothing toward the bound, and goes in later takes
@@ -278,12 +278,12 @@ public struct OutboundQueue: Sendable {
   /// cards it held until then. A resume's catch-up, queued whole, goes in parts the same way
   /// (of at most `limit` changes too, which it counts toward the bound), and its last part is
   /// complete at the offset it was made at (see `part`).
-  public mutating func take(limit: Int, epoch: (String) -> Int64) -> [AssembledTopicUpdate] {
+  public mutating func take(limit: Int, maxBytes: Int = maxTakeBytes, epoch: (String) -> Int64) -> [AssembledTopicUpdate] {
     var updates: [AssembledTopicUpdate] = []
     var openUpdates = OpenUpdates()
     var taken = 0
     var bytes = 0
-    while head < slots.count, taken < limit, bytes < Self.maxTakeBytes {
+    while head < slots.count, taken < limit, bytes < maxBytes {
       guard let entry = slots[head] else {
         head += 1
         continue
@@ -294,7 +294,7 @@ public struct OutboundQueue: Sendable {
         // take's changes too, as the changes it holds.
         let endLimit = update.isSnapshot ? update.changes.count : from + min(update.changes.count - from, limit - taken)
         var (end, partBytes) = (from, 0)
-        while end < endLimit, end == from || partBytes < Self.maxTakeBytes {
+        while end < endLimit, end == from || partBytes < maxBytes {
           partBytes += Self.size(of: update.changes[end])
           end += 1
         }
@@ -313,7 +313,7 @@ public struct OutboundQueue: Sendable {
         openUpdates.add(.change(change), of: topic, epoch: epoch, to: &updates)
         taken += 1
       case .run(let topic, let run, let range):
-        let (end, size) = run.slice(from: range.lowerBound, maxCount: min(range.count, limit - taken), maxBytes: Self.maxTakeBytes - bytes)
+        let (end, size) = run.slice(from: range.lowerBound, maxCount: min(range.count, limit - taken), maxBytes: maxBytes - bytes)
         if end == range.upperBound {
           removeFront()
         } else {
@@ -356,9 +356,10 @@ public struct OutboundQueue: Sendable {
     head += 1
   }
 
-  /// The card bytes a take gathers at most, past its first entry: large cards (up to
-  /// `Broker.maxCardSize`) fill an update long before ``take(limit:epoch:)``'s change limit,
-  /// which would otherwise let one update outgrow the protocol's 4 MiB message limit.
+  /// The card bytes a take gathers at most, past its first entry, unless the connection takes
+  /// less: large cards (up to `Broker.maxCardSize`) fill an update long before
+  /// ``take(limit:maxBytes:epoch:)``'s change limit, which would otherwise let one update
+  /// outgrow the protocol's 4 MiB message limit.
   public static let maxTakeBytes = 1 << 20
 
   /// What `change` adds to an update, about: its card and its ID.

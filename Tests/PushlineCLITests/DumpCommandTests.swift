@@ -44,6 +44,16 @@ struct DumpCommandTests {
       """)
   }
 
+  /// The README's `dump --hex` example is what a newcomer types first: it must decode.
+  @Test func theReadmesHexExampleDecodes() throws {
+    let readme = try String(
+      contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("README.md"), encoding: .utf8)
+    let hex = try #require(readme.firstMatch(of: /pushline dump --type pushline\.tracker\.TrackerCard --hex ([0-9a-f]+)/)?.1)
+    let bytes = try #require(Hex.decode(String(hex)))
+    #expect(try DumpCommand.render(bytes, as: TrackerCard.self, json: false) == "cardID: \"a\"\npriority: 1.0\nisValid: true\n")
+  }
+
   @Test func jsonFormIsProtobufsCanonicalMapping() throws {
     let json = try DumpCommand.render(Self.card.serializedBytes(), as: TrackerCard.self, json: true)
     #expect(json == """
