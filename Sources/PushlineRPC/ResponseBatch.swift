@@ -27,25 +27,35 @@ public struct ResponseBatch {
   @usableFromInline let callID: UInt32
   /// The longest MESSAGE payload the peer takes: a longer message is split into frames.
   @usableFromInline let maxPayloadLength: Int
+  /// The largest message the peer takes (the limit its handshake agreed).
+  @usableFromInline let maxMessageSize: Int
+  @usableFromInline var oversized: Int?
   @usableFromInline let compression: Compression?
   /// Whether the source said that the stream is complete.
   public private(set) var endsStream = false
+  /// The size of the first response larger than the peer's message limit, which was left out:
+  /// the peer would refuse it, so the transport ends the call instead (RESOURCE_EXHAUSTED).
+  public var oversizedResponseSize: Int? { oversized }
 
   /// A batch of responses to `callID`, appended to `frames` (taken, and left empty: the
   /// transport takes the bytes back from ``frames``), for a peer that takes frames of
-  /// `maxFrameSize`.
-  public init(callID: UInt32, maxFrameSize: Int, compression: Compression?, appendingTo frames: inout [UInt8]) {
+  /// `maxFrameSize` and messages of `maxMessageSize`.
+  public init(callID: UInt32, maxFrameSize: Int, maxMessageSize: Int, compression: Compression?, appendingTo frames: inout [UInt8]) {
     encoded = frames
     frames = []  // one owner: appending copies nothing
     self.callID = callID
     maxPayloadLength = max(1, min(maxFrameSize, FrameHeader.maxPayloadLength))
+    self.maxMessageSize = maxMessageSize
     self.compression = compression
   }
 
-  /// Appends `message`, encoded straight into its frame when it fits one uncompressed.
+  /// Appends `message`, encoded straight into its frame when it fits one uncompressed; leaves
+  /// it out, noting its size in ``oversizedResponseSize``, when the peer takes no message that
+  /// large.
   @inlinable  // Specialised in the source's module: no generic dispatch per response.
   public mutating func append<Message: WireMessage>(_ message: Message) {
     let size = message.encodedSize()
+    guard size <= maxMessageSize else { return noteOversized(size) }
     guard 1 + size <= maxPayloadLength, size < compression?.threshold ?? .max else {
       return append(serialized: message.serializedBytes())
     }
@@ -61,8 +71,10 @@ public struct ResponseBatch {
   }
 
   /// Appends a response already encoded: compressed if the connection agreed on it and it is
-  /// large enough, split if it is longer than a frame.
+  /// large enough, split if it is longer than a frame; left out, as ``append(_:)`` leaves it,
+  /// when the peer takes no message that large.
   public mutating func append(serialized message: [UInt8]) {
+    guard message.count <= maxMessageSize else { return noteOversized(message.count) }
     var bytes = message
     var compressed = false
     if let compression, message.count >= compression.threshold {
@@ -73,6 +85,11 @@ public struct ResponseBatch {
       frame.header.append(to: &encoded)
       encoded.append(contentsOf: frame.payload)
     }
+  }
+
+  /// Notes the first response left out for its size.
+  @usableFromInline mutating func noteOversized(_ size: Int) {
+    if oversized == nil { oversized = size }
   }
 
   /// Says that the stream is complete once the responses appended are sent: its call ends with

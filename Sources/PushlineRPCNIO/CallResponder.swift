@@ -18,11 +18,15 @@ struct CallResponder: Sendable {
   /// Whether the connection agreed on deflate: messages from ``Deflate/threshold`` bytes are
   /// then compressed, here in the handler's task.
   let compresses: Bool
+  /// The largest message the peer takes (the limit its handshake agreed): a larger response
+  /// ends the call with RESOURCE_EXHAUSTED instead.
+  let maxMessageSize: Int
   /// Where the pulls of the call's pump, if it gets one, are scheduled.
   let pumps: PumpScheduler
 
   /// Sends one response message; the contract of ``RPCRouter/ResponseSink``.
   func send(_ message: [UInt8]) async throws {
+    guard message.count <= maxMessageSize else { throw ServerConnectionHandler.oversized(message.count, limit: maxMessageSize) }
     let (bytes, compressed) = Deflate.prepare(message, negotiated: compresses)
     guard connection.eventLoop.inEventLoop else {
       return try await withCheckedThrowingContinuation { written in

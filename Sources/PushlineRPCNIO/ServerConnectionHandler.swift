@@ -378,6 +378,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
   }
 
+  /// The status of a call whose response the peer would refuse for its size: the server never
+  /// sends a message over the limit the handshake agreed (docs/PROTOCOL.md 2.5).
+  static func oversized(_ size: Int, limit: Int) -> RPCError {
+    RPCError(code: .resourceExhausted, message: "a response of \(size) bytes, over this connection's \(limit)-byte message limit")
+  }
+
   /// How responses are compressed on a connection that agreed on deflate.
   private static let deflate = ResponseBatch.Compression(threshold: Deflate.threshold, compress: Deflate.compress)
 
@@ -392,15 +398,18 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     callID: UInt32, compresses: Bool, _ fill: (inout ResponseBatch) throws(RPCError) -> Void
   ) throws(RPCError) -> SendOutcome? {
     guard let output, let maxFrameSize = machine.maxFrameSize(forResponsesTo: callID) else { return .callOver }
+    let maxMessageSize = peer?.limits.maxMessageSize ?? ConnectionLimits.defaults.maxMessageSize
     let compression = compresses ? Self.deflate : nil
     var filled: Result<(wrote: Bool, endsStream: Bool), RPCError> = .success((false, false))
     output.burst {
       filled = Result { () throws(RPCError) in
         try output.writeEncoded { frames throws(RPCError) in
           let count = frames.count
-          var batch = ResponseBatch(callID: callID, maxFrameSize: maxFrameSize, compression: compression, appendingTo: &frames)
+          var batch = ResponseBatch(
+            callID: callID, maxFrameSize: maxFrameSize, maxMessageSize: maxMessageSize, compression: compression, appendingTo: &frames)
           defer { frames = batch.frames }
           try fill(&batch)
+          if let size = batch.oversizedResponseSize { throw Self.oversized(size, limit: maxMessageSize) }
           return (batch.frames.count > count, batch.endsStream)
         }
       }
@@ -417,9 +426,14 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
   /// A completing handler's answer to request `requestIndex` of `callID`: its response and
   /// status OK, or its error's status — on a pipelined call, in request order, and the status
-  /// once the call is done (``PipelinedCall``). Dropped when the call is over.
+  /// once the call is done (``PipelinedCall``); RESOURCE_EXHAUSTED in place of a response
+  /// larger than the peer takes. Dropped when the call is over.
   func answer(callID: UInt32, requestIndex: UInt32, with result: Result<[UInt8], RPCError>) {
     guard hasCall(callID) else { return }
+    var result = result
+    if case .success(let response) = result, let limit = peer?.limits.maxMessageSize, response.count > limit {
+      result = .failure(Self.oversized(response.count, limit: limit))
+    }
     if let pipeline = pipeline(of: callID) {
       return pipeline.answer(requestIndex, with: result) { carryOut($0, of: callID) }
     }
@@ -630,7 +644,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
     let responder = CallResponder(
       connection: NIOLoopBound(self, eventLoop: context.eventLoop), callID: callID,
-      compresses: serverContext.peer.compression == .deflate, pumps: pumps)
+      compresses: serverContext.peer.compression == .deflate, maxMessageSize: serverContext.peer.limits.maxMessageSize, pumps: pumps)
     if opening.isUnary { runningTasks += 1 }
     output?.flushAfterStartedTasks()
     let isUnary = opening.isUnary

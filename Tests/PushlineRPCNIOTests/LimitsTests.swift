@@ -1,6 +1,8 @@
+import NIOCore
 import PushlineRPC
 import PushlineRPCNIO
 import PushlineSchema
+import Synchronization
 import Testing
 
 @Suite("Limits over loopback TCP")
@@ -41,8 +43,15 @@ struct LimitsTests {
     }
   }
 
-  /// A response over the message size the client announced ends the call RESOURCE_EXHAUSTED on
-  /// the client, which cancels it on the server.
+  /// Whether `error` is the server's refusal to send a response over the 1 KiB the client
+  /// announced (the client's own refusal of such a message names no connection).
+  static func isTheServersRefusal(_ error: any Error) -> Bool {
+    guard let error = error as? RPCError else { return false }
+    return error.code == .resourceExhausted && error.message.contains("over this connection's 1024-byte message limit")
+  }
+
+  /// A response over the message size the client announced is never sent: the server ends the
+  /// call RESOURCE_EXHAUSTED instead (a task's unary answer), and the connection goes on.
   @Test func aResponseOverTheMessageLimitIsResourceExhausted() async throws {
     try await LoopbackTests.withServer { port in
       let client = ClientConnectionStateMachine.Configuration(limits: Self.limits, compressions: [])
@@ -50,7 +59,7 @@ struct LimitsTests {
         var request = MetadataEntry(key: "k")
         request.value = "2000"
         await #expect { try await connection.unary(LoopbackTests.big, request: request, response: MetadataEntry.self) }
-          throws: { ($0 as? RPCError)?.code == .resourceExhausted }
+          throws: { Self.isTheServersRefusal($0) }
         request.value = "10"
         let small = try await connection.unary(LoopbackTests.big, request: request, response: MetadataEntry.self)
         #expect(small.value == "bbbbbbbbbb")
@@ -78,6 +87,43 @@ struct LimitsTests {
         #expect(fourth.key == "4")
         second.cancel()
         _ = await second.result
+      }
+    }
+  }
+
+  /// A pumped stream's response over the client's limit, and a completing handler's answer over
+  /// it, end their calls with the server's RESOURCE_EXHAUSTED too: no path sends one.
+  @Test(.timeLimit(.minutes(1))) func pumpedAndCompletingResponsesOverTheLimitAreNeverSent() async throws {
+    /// A small response and a large one, in one pull.
+    final class OneLargeResponse: ResponseSource {
+      let pulled = Mutex(false)
+      func nextResponses(into batch: inout ResponseBatch) {
+        pulled.withLock { $0 = true }
+        batch.append(MetadataEntry(key: "small"))
+        var large = MetadataEntry(key: "large")
+        large.value = String(repeating: "x", count: 2_000)
+        batch.append(large)
+      }
+      var hasMoreResponses: Bool { !pulled.withLock { $0 } }
+    }
+    var router = RPCRouter()
+    router.registerServerStreaming("/test.Large/Pumped", request: MetadataEntry.self, response: MetadataEntry.self) { _, writer, _ in
+      _ = writer.pump(from: OneLargeResponse())
+    }
+    router.registerUnary("/test.Large/Completing", request: MetadataEntry.self, response: MetadataEntry.self) { _, _, completion in
+      var large = MetadataEntry(key: "large")
+      large.value = String(repeating: "x", count: 2_000)
+      completion.succeed(large)
+    }
+    try await RPCServer(router: router, configuration: .init(port: 0)).withRunningServer { address in
+      let client = ClientConnectionStateMachine.Configuration(limits: Self.limits, compressions: [])
+      try await RPCClient.withConnection(host: "127.0.0.1", port: address.port!, configuration: client) { connection in
+        var responses = connection.serverStreaming(
+          "/test.Large/Pumped", request: MetadataEntry(key: "k"), response: MetadataEntry.self
+        ).makeAsyncIterator()
+        await #expect { _ = try await responses.next() } throws: { Self.isTheServersRefusal($0) }
+        await #expect { try await connection.unary("/test.Large/Completing", request: MetadataEntry(key: "k"), response: MetadataEntry.self) }
+          throws: { Self.isTheServersRefusal($0) }
       }
     }
   }

@@ -16,7 +16,7 @@ struct ResponseBatchTests {
   @Test func aResponseIsItsMessageFrameAfterTheBytesBefore() {
     var pending = Frame(kind: .status, callID: 1, payload: [8, 0]).bytes
     let before = pending
-    var batch = ResponseBatch(callID: 3, maxFrameSize: 1 << 20, compression: nil, appendingTo: &pending)
+    var batch = ResponseBatch(callID: 3, maxFrameSize: 1 << 20, maxMessageSize: 4 << 20, compression: nil, appendingTo: &pending)
     #expect(pending.isEmpty)
     let first = Self.entry("a"), second = Self.entry("b", valueBytes: 300)
     batch.append(first)
@@ -38,7 +38,7 @@ struct ResponseBatchTests {
     let expected = MessageFraming.frames(for: entry.serializedBytes(), compressed: false, callID: 5, maxFrameSize: 32).flatMap(\.bytes)
     for appendsSerialized in [false, true] {
       var empty: [UInt8] = []
-      var batch = ResponseBatch(callID: 5, maxFrameSize: 32, compression: nil, appendingTo: &empty)
+      var batch = ResponseBatch(callID: 5, maxFrameSize: 32, maxMessageSize: 4 << 20, compression: nil, appendingTo: &empty)
       if appendsSerialized { batch.append(serialized: entry.serializedBytes()) } else { batch.append(entry) }
       #expect(batch.frames == expected)
       let frames = ConnectionElement.encodedFrames(batch.frames).frames
@@ -52,7 +52,7 @@ struct ResponseBatchTests {
     let compression = ResponseBatch.Compression(threshold: 64) { Array($0.reversed()) }
     let small = Self.entry("s"), large = Self.entry("l", valueBytes: 100)
     var empty: [UInt8] = []
-    var batch = ResponseBatch(callID: 7, maxFrameSize: 1 << 20, compression: compression, appendingTo: &empty)
+    var batch = ResponseBatch(callID: 7, maxFrameSize: 1 << 20, maxMessageSize: 4 << 20, compression: compression, appendingTo: &empty)
     batch.append(small)
     batch.append(large)
     #expect(ConnectionElement.encodedFrames(batch.frames).frames == [
