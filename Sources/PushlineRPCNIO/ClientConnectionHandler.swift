@@ -254,6 +254,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
       case .connectionReady(let settled):
         server = settled
         pipelineWindow?.resize(to: settled.limits.maxConcurrentCalls, send: sendRequest, halfClose: halfClose)
+        if let millis = settled.keepaliveIntervalMillis { keepToServerKeepalive(millis: millis) }
         ready.succeed(settled)
       case .deliverMessage(let callID, let payload, let compressed):
         deliver(payload, compressed: compressed, callID: callID)
@@ -269,6 +270,19 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         shutDown()
       }
     }
+  }
+
+  /// The shortest keepalive interval a server may have the client keep to: one announcing less
+  /// (0 included) is pinged this often, so that a buggy or hostile server cannot make it flood
+  /// the connection with PINGs (nor spend the server's ping budget in moments).
+  static let shortestServerKeepalive = TimeAmount.seconds(1)
+
+  /// Has the `IdleConnectionHandler` below ping at least every `millis` (not below
+  /// ``shortestServerKeepalive``), as the server expects to hear from an idle client; the
+  /// client's own interval stays when it is shorter.
+  private func keepToServerKeepalive(millis: UInt32) {
+    let interval = max(TimeAmount.milliseconds(Int64(millis)), Self.shortestServerKeepalive)
+    context?.triggerUserOutboundEvent(IdleConnectionHandler.PeerKeepaliveInterval(interval: interval), promise: nil)
   }
 
   private func deliver(_ payload: [UInt8], compressed: Bool, callID: UInt32) {

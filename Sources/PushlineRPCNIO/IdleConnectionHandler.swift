@@ -10,13 +10,18 @@ import PushlineWire
 ///   half a frame and stopped, is gone after between one and two periods of silence (and two
 ///   seconds more at most, for a peer that does not read the GOAWAY). Servers use
 ///   it as their idle timeout; clients as the keepalive deadline that declares a server dead.
-/// - **Ping interval**: when nothing has been sent for a whole period, it sends a PING, which
-///   the peer answers (client keepalive).
+/// - **Ping interval**: when nothing has been sent for `pingInterval`, it sends a PING, which
+///   the peer answers (client keepalive). It looks every half interval and pings when nothing
+///   was written since it last looked, so a quiet connection's first PING goes out at most one
+///   interval after its last write, and the next ones one interval apart: the peer never waits
+///   longer than an interval to hear from it. A `PeerKeepaliveInterval` event shortens the
+///   interval while the connection runs (the client keeps to the server's announced one).
 ///
-/// It checks once a period on the event loop's own clock (so tests drive it with
-/// `EmbeddedEventLoop.advanceTime`), rather than rescheduling a timer on every read. Its timers
-/// are scheduled callbacks, not tasks: no promise, future or closure per check, which an idle
-/// connection would otherwise hold all its life (about 170 bytes).
+/// It checks on the event loop's own clock (so tests drive it with
+/// `EmbeddedEventLoop.advanceTime`), rather than rescheduling a timer on every read or write:
+/// each costs setting a flag. Its timers are scheduled callbacks, not tasks: no promise,
+/// future or closure per check, which an idle connection would otherwise hold all its life
+/// (about 170 bytes).
 public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
   public typealias InboundIn = ConnectionElement
   public typealias InboundOut = ConnectionElement
@@ -24,7 +29,7 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
   public typealias OutboundOut = ConnectionElement
 
   private let readTimeout: TimeAmount?
-  private let pingInterval: TimeAmount?
+  private var pingInterval: TimeAmount?
   private var readSinceCheck = false
   private var wroteSinceCheck = false
   private var readCheck: NIOScheduledCallback?
@@ -67,10 +72,35 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
     context.write(data, promise: promise)
   }
 
+  public func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+    guard let announced = event as? PeerKeepaliveInterval else {
+      return context.triggerUserOutboundEvent(event, promise: promise)
+    }
+    shortenPingInterval(to: announced.interval, context: context)
+    promise?.succeed(())
+  }
+
   private func startChecks(context: ChannelHandlerContext) {
     guard readCheck == nil, pingCheck == nil else { return }
     if let readTimeout { readCheck = schedule(.reads, in: readTimeout, on: context.eventLoop) }
-    if let pingInterval { pingCheck = schedule(.writes, in: pingInterval, on: context.eventLoop) }
+    if let pingInterval { pingCheck = schedule(.writes, in: Self.writeCheckPeriod(pingInterval), on: context.eventLoop) }
+  }
+
+  /// How often writes are checked: every half ping interval (see the type's comment).
+  private static func writeCheckPeriod(_ pingInterval: TimeAmount) -> TimeAmount {
+    .nanoseconds(pingInterval.nanoseconds / 2)
+  }
+
+  /// Pings at least every `interval` from now on; a handler that does not ping, or pings more
+  /// often already, is unchanged. The new interval counts from now: the next check is half of
+  /// it away, and pings unless something is written before it.
+  private func shortenPingInterval(to interval: TimeAmount, context: ChannelHandlerContext) {
+    guard let pingInterval, interval < pingInterval else { return }
+    self.pingInterval = interval
+    guard let pending = pingCheck else { return }  // not started yet, or stopped for good
+    pending.cancel()
+    wroteSinceCheck = false
+    pingCheck = schedule(.writes, in: Self.writeCheckPeriod(interval), on: context.eventLoop)
   }
 
   private func stopChecks() {
@@ -124,12 +154,23 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
 
   private func checkWrites(context: ChannelHandlerContext) {
     guard let pingInterval, context.channel.isActive else { return }
-    if !wroteSinceCheck {
+    if wroteSinceCheck {
+      wroteSinceCheck = false
+    } else {
       let payload = (0..<8).map { _ in UInt8.random(in: 0...255) }
       context.writeAndFlush(wrapOutboundOut(.frame(Frame(kind: .ping, callID: 0, payload: payload))), promise: nil)
+      wroteSinceCheck = true  // The PING is a write: the next one goes out one interval later.
     }
-    wroteSinceCheck = false
-    pingCheck = schedule(.writes, in: pingInterval, on: context.eventLoop)
+    pingCheck = schedule(.writes, in: Self.writeCheckPeriod(pingInterval), on: context.eventLoop)
+  }
+}
+
+extension IdleConnectionHandler {
+  /// An outbound user event: the peer expects to hear from this side at least every
+  /// `interval`. A pinging handler keeps to the shorter of it and its own interval from then
+  /// on; a longer one changes nothing, and a handler that does not ping ignores it.
+  struct PeerKeepaliveInterval: Sendable {
+    var interval: TimeAmount
   }
 }
 

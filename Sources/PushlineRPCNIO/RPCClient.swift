@@ -13,14 +13,19 @@ public import PushlineRPC
 public enum RPCClient {
   /// How the client keeps a quiet connection alive and notices a dead server.
   public struct Keepalive: Sendable {
-    /// Send a PING when nothing has been sent for this long.
+    /// Send a PING when nothing has been sent for this long: a quiet connection's PING goes out
+    /// at most this long after its last write. Once the handshake is done, a server that
+    /// announces a shorter keepalive interval in its `ServerHello` is kept to instead — but not
+    /// below 1 s: a server announcing less is pinged every second, so that it cannot make the
+    /// client flood it.
     public var interval: Duration
     /// Declare the server dead (GOAWAY, close, calls end UNAVAILABLE) when nothing has been
     /// received for this long (up to twice as long; see `IdleConnectionHandler`). Pings are
     /// answered, so a live server is never quiet this long.
     public var timeout: Duration
 
-    /// Pings after 20 s of quiet; a server silent for 60 s is dead.
+    /// Pings after 20 s of quiet (or the server's shorter interval); a server silent for 60 s
+    /// is dead.
     public init(interval: Duration = .seconds(20), timeout: Duration = .seconds(60)) {
       self.interval = interval
       self.timeout = timeout
