@@ -16,7 +16,9 @@ import PushlineWire
 ///   frames for calls never started, malformed envelopes and out-of-place frame kinds are
 ///   violations: GOAWAY with INTERNAL, then close. Unknown frame kinds are ignored.
 /// - PING is answered with PONG. More than `pingBudget` pings in a row with no call activity
-///   in between is a ping flood: GOAWAY with RESOURCE_EXHAUSTED, then close.
+///   in between, each within half the announced keepalive interval of the one before, is a
+///   ping flood: GOAWAY with RESOURCE_EXHAUSTED, then close. A client keeping to the interval
+///   on a quiet connection (an open stream with nothing to send) is not one.
 /// - A connection made with a refusal (past the server's accept rate) gets, in answer to its
 ///   handshake, a GOAWAY with the refusal's status and retry-after hint, and is closed.
 /// - ``shutDown(retryAfterMillis:)`` sends GOAWAY naming the last call still served, with a
@@ -133,6 +135,8 @@ public struct ServerConnectionStateMachine: Sendable {
     /// The retry-after hint of the shutdown's GOAWAY, for the calls that cross it.
     var goAwayRetryAfterMillis: UInt32?
     var pingsWithoutActivity = 0
+    /// When the last PING arrived, on the server's clock.
+    var lastPingMillis: Int64 = .min
     var messages = MessageReassembly()
     /// The requests the calls hold before their HALF_CLOSE, together.
     var heldRequestBytes = 0
@@ -255,7 +259,7 @@ public struct ServerConnectionStateMachine: Sendable {
     // copy of the open state, and changing it in place would then copy its tables.
     if case .open = state, case .frame(let frame) = element {
       guard var open = state.takeOpen() else { return }
-      received(frame, open: &open, into: &actions)
+      received(frame, open: &open, serverTimeMillis: serverTimeMillis(), into: &actions)
       state.restore(consume open)
       return
     }
@@ -335,7 +339,9 @@ public struct ServerConnectionStateMachine: Sendable {
     ]
   }
 
-  private mutating func received(_ frame: Frame, open: inout Open, into actions: inout [Action]) {
+  private mutating func received(
+    _ frame: Frame, open: inout Open, serverTimeMillis: @autoclosure () -> Int64, into actions: inout [Action]
+  ) {
     switch frame.kind {
     case .callStart:
       startCall(frame, open: &open, into: &actions)
@@ -343,6 +349,12 @@ public struct ServerConnectionStateMachine: Sendable {
       callFrame(frame, open: &open, into: &actions)
     case .ping:
       guard frame.callID == 0, frame.payload.count == 8 else { return actions += violation(.internal, "malformed PING", open: open) }
+      // A PING at least half the keepalive interval after the last is keepalive, not a flood.
+      let now = serverTimeMillis()
+      if let interval = configuration.keepaliveIntervalMillis, open.lastPingMillis <= now - Int64(interval / 2) {
+        open.pingsWithoutActivity = 0
+      }
+      open.lastPingMillis = now
       open.pingsWithoutActivity += 1
       guard open.pingsWithoutActivity <= configuration.pingBudget else {
         return actions += violation(.resourceExhausted, "too many pings", open: open)

@@ -86,9 +86,10 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
     if let pingInterval { pingCheck = schedule(.writes, in: Self.writeCheckPeriod(pingInterval), on: context.eventLoop) }
   }
 
-  /// How often writes are checked: every half ping interval (see the type's comment).
+  /// How often writes are checked: every half ping interval (see the type's comment), and no
+  /// more than once a millisecond, so that an interval of zero does not spin the event loop.
   private static func writeCheckPeriod(_ pingInterval: TimeAmount) -> TimeAmount {
-    .nanoseconds(pingInterval.nanoseconds / 2)
+    .nanoseconds(max(pingInterval.nanoseconds / 2, 1_000_000))
   }
 
   /// Pings at least every `interval` from now on; a handler that does not ping, or pings more

@@ -342,6 +342,24 @@ struct ServerConnectionStateMachineTests {
     #expect(try Self.goAway(in: flood).code == StatusCode.resourceExhausted.rawValue)
   }
 
+  /// A client on a quiet connection pings once per keepalive interval for as long as it stays:
+  /// that is never a flood, however many; pings closer together than half the interval are.
+  @Test func pingsKeepingToTheKeepaliveIntervalAreNeverAFlood() throws {
+    var configuration = Machine.Configuration(compressions: [.deflate])
+    configuration.keepaliveIntervalMillis = 30_000
+    configuration.pingBudget = 3
+    var (machine, _) = Self.connected(configuration)
+    let ping = ConnectionElement.frame(Frame(kind: .ping, callID: 0, payload: [1, 2, 3, 4, 5, 6, 7, 8]))
+    let pong = Machine.Action.write([.frame(Frame(kind: .pong, callID: 0, payload: [1, 2, 3, 4, 5, 6, 7, 8]))])
+    for index in 0..<50 {
+      #expect(machine.received(ping, serverTimeMillis: 1_000 + Int64(index) * 15_000) == [pong])
+    }
+    let last: Int64 = 1_000 + 49 * 15_000
+    // The last of them and two more within a few milliseconds fill the budget; a fourth is a flood.
+    for index in 1...2 { #expect(machine.received(ping, serverTimeMillis: last + Int64(index)) == [pong]) }
+    #expect(try Self.goAway(in: machine.received(ping, serverTimeMillis: last + 3)).code == StatusCode.resourceExhausted.rawValue)
+  }
+
   @Test func aRefusedConnectionHearsWhyAndWhenToComeBackInAnswerToItsHandshake() throws {
     let refusal = RPCError(code: .unavailable, message: "too many clients are connecting", retryAfterMillis: 700)
     var machine = Machine(configuration: .init(), refusal: refusal)
