@@ -111,10 +111,6 @@ public final class TrackerDataManager: Sendable {
     publish()
   }
 
-  /// How many times ``apply(_:)`` has run: each answer of the broker's is applied, so the
-  /// connection manager tells a session the broker answered by this count growing.
-  var appliedCount: Int { state.withLock { $0.generation } }
-
   /// The modes now (computed on the spot if updates arrived since the last publication).
   public var modes: TrackerModes {
     if state.withLock({ $0.generation != $0.publishedGeneration }) { publish() }
