@@ -21,12 +21,13 @@ public final class ConnectionManager: Sendable {
   private let nowMillis: @Sendable () -> Int64
   private let sleep: @Sendable (Duration) async throws -> Void
   private let unitRandom: @Sendable () -> Double
-  private let state = Mutex(ConnectionState())
+  private let state: Mutex<ConnectionState>
   private let observers = Mutex<[Int: AsyncStream<ConnectionState>.Continuation]>([:])
   private let nextObserver = Mutex(0)
 
-  /// A manager feeding `tracker` with `services`' cards through `connector`. `sleep` and
-  /// `unitRandom` are injectable so tests control time and jitter.
+  /// A manager feeding `tracker` with `services`' cards through `connector`, starting from the
+  /// tracker's connection state (offline since its cache last heard from the broker, when it
+  /// knows). `sleep` and `unitRandom` are injectable so tests control time and jitter.
   public init(
     connector: any TrackerConnector, services: [ServiceDataManager], tracker: TrackerDataManager, backoff: Backoff = Backoff(),
     nowMillis: @escaping @Sendable () -> Int64 = WallClock.systemMillis,
@@ -40,6 +41,7 @@ public final class ConnectionManager: Sendable {
     self.nowMillis = nowMillis
     self.sleep = sleep
     self.unitRandom = unitRandom
+    state = Mutex(tracker.modes.connection)
   }
 
   /// The state now.

@@ -18,6 +18,8 @@ public struct ConnectionState: Hashable, Sendable {
 
   public var phase: Phase
   /// Since when the client has had no live connection (Unix milliseconds); `nil` while live.
+  /// A client started during an outage has been offline since its cache last heard from the
+  /// broker, not since it started.
   public var offlineSinceMillis: Int64?
 
   /// A state.

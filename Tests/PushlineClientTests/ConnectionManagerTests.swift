@@ -238,6 +238,20 @@ struct ConnectionManagerTests {
     #expect(sleeps == [.milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(250), .milliseconds(500)])
   }
 
+  /// A client restarted during an outage has been offline since its cache last heard from the
+  /// broker — here the topic's "verified at", 5 s after its card arrived, by the broker's clock
+  /// 2 s ahead — so its card, ten minutes old, is stale from the first attempt on.
+  @Test func aClientRestartedDuringAnOutageIsOfflineSinceItsCacheLastHeardFromTheBroker() async throws {
+    let persistence = RecordingPersistence()
+    let heard = clock.now
+    let cached = CachedCard(topic: "t", card: card("a", priority: 1), offset: 1, receivedAtMillis: heard - 5000)
+    try persistence.save(
+      [TopicCache(topic: "t", epoch: 7, position: 1, verifiedAtMillis: heard + 2000, cards: ["a": cached])], clockSkewMillis: 2000)
+    clock.advance(by: .seconds(600))
+    let outcome = try await run(ScriptedConnector([.refuse(RPCError(code: .unavailable, message: "down"))]), persistence: persistence)
+    #expect(outcome.tracker.modes.browse.map(\.staleness) == [.offline(sinceMillis: heard)])
+  }
+
   @Test func aRetryAfterHintIsHonoured() async throws {
     let connector = ScriptedConnector([.refuse(RPCError(code: .unavailable, message: "busy", retryAfterMillis: 5000))])
     let sleeps = try await run(connector).sleeps
