@@ -3,9 +3,13 @@ import Synchronization
 
 /// Keeps the client connected: connects, runs every service's pull-and-push in the session,
 /// and on any loss reconnects after an exponential, jittered backoff, each topic resuming from
-/// its cached position. The backoff starts over only after a session the broker answered (a
-/// snapshot or an update), so a broker that accepts connections but refuses every call is
-/// retried ever more slowly; a retry-after hint the broker gives is honoured up to
+/// its cached position. The connection is live once the broker has answered every service's
+/// subscription in the session (its first update applied), not at the handshake, which a
+/// broker refusing every call still completes: until then the client stays offline, and its
+/// cards go stale counting from when it went offline. The backoff starts over only after a
+/// session that went live, so a broker that accepts connections but refuses every call, or
+/// only one topic's subscription, is retried ever more slowly, while a live connection that
+/// drops is retried at once; a retry-after hint the broker gives is honoured up to
 /// ``Backoff/maximumHint``. It stops for good only when the broker refuses the token, the
 /// topics or the protocol version (statuses that a retry cannot fix). Its state reaches the
 /// tracker (and so the UI).
@@ -17,12 +21,13 @@ public final class ConnectionManager: Sendable {
   private let nowMillis: @Sendable () -> Int64
   private let sleep: @Sendable (Duration) async throws -> Void
   private let unitRandom: @Sendable () -> Double
-  private let state = Mutex(ConnectionState())
+  private let state: Mutex<ConnectionState>
   private let observers = Mutex<[Int: AsyncStream<ConnectionState>.Continuation]>([:])
   private let nextObserver = Mutex(0)
 
-  /// A manager feeding `tracker` with `services`' cards through `connector`. `sleep` and
-  /// `unitRandom` are injectable so tests control time and jitter.
+  /// A manager feeding `tracker` with `services`' cards through `connector`, starting from the
+  /// tracker's connection state (offline since its cache last heard from the broker, when it
+  /// knows). `sleep` and `unitRandom` are injectable so tests control time and jitter.
   public init(
     connector: any TrackerConnector, services: [ServiceDataManager], tracker: TrackerDataManager, backoff: Backoff = Backoff(),
     nowMillis: @escaping @Sendable () -> Int64 = WallClock.systemMillis,
@@ -36,6 +41,7 @@ public final class ConnectionManager: Sendable {
     self.nowMillis = nowMillis
     self.sleep = sleep
     self.unitRandom = unitRandom
+    state = Mutex(tracker.modes.connection)
   }
 
   /// The state now.
@@ -59,24 +65,27 @@ public final class ConnectionManager: Sendable {
 
   /// Runs until the task is cancelled or the broker refuses the client for good.
   public func run() async {
-    var failures = 0  // since the last session the broker answered: the backoff's exponent
+    var failures = 0  // since the last live session: the backoff's exponent
     var attempts = 0  // connection attempts since the last live session, for people
     while !Task.isCancelled {
       attempts += 1
       update(.connecting(attempt: attempts))
       var retryAfter: Duration = .zero
       let reason: String
-      // Each answer of the broker's (a snapshot pulled, a stream's update) is applied to the
-      // tracker: the session was answered if the count grew.
-      let appliedBefore = tracker.appliedCount
+      let subscribed = Mutex(0)  // the services whose subscription the broker answered
       do {
         try await connector.withSession { session in
           try await withThrowingTaskGroup(of: Void.self) { group in
-            // The services' first calls go out with the handshake; live once it is answered.
-            for service in services { group.addTask { try await service.run(in: session, tracker: self.tracker) } }
+            // The services' first calls go out with the handshake; live once the broker has
+            // answered every subscription.
+            for service in services {
+              group.addTask { @Sendable in
+                try await service.run(in: session, tracker: self.tracker) {
+                  if subscribed.withLock({ $0 += 1; return $0 }) == self.services.count { self.update(.live) }
+                }
+              }
+            }
             if let serverTimeMillis = try await session.established() { tracker.correctClock(serverTimeMillis: serverTimeMillis) }
-            update(.live)
-            attempts = 0
             defer { group.cancelAll() }
             try await group.next()
           }
@@ -94,7 +103,7 @@ public final class ConnectionManager: Sendable {
         reason = "\(error)"
       }
       try? tracker.cache.flush()
-      if tracker.appliedCount > appliedBefore { failures = 0 }
+      if connectionState.phase == .live { (failures, attempts) = (0, 0) }
       failures += 1
       let delay = max(retryAfter, backoff.delay(attempt: failures, unit: unitRandom()))
       update(.backingOff(untilMillis: nowMillis() + delay.milliseconds, reason: reason))

@@ -4,9 +4,11 @@ public struct ConnectionState: Hashable, Sendable {
   public enum Phase: Hashable, Sendable {
     /// Not started yet.
     case idle
-    /// Connecting (the attempt counts from 1 since the last live connection).
+    /// Connecting, or connected and waiting for the broker to answer every subscription (the
+    /// attempt counts from 1 since the last live connection).
     case connecting(attempt: Int)
-    /// Subscribed and receiving.
+    /// Subscribed and receiving: the broker has answered every service's subscription of the
+    /// session (a handshake alone, which a broker refusing every call completes, is not live).
     case live
     /// Waiting before the next attempt, until this time (Unix milliseconds).
     case backingOff(untilMillis: Int64, reason: String)
@@ -16,6 +18,8 @@ public struct ConnectionState: Hashable, Sendable {
 
   public var phase: Phase
   /// Since when the client has had no live connection (Unix milliseconds); `nil` while live.
+  /// A client started during an outage has been offline since its cache last heard from the
+  /// broker, not since it started.
   public var offlineSinceMillis: Int64?
 
   /// A state.

@@ -18,7 +18,12 @@ public struct ServiceDataManager: Sendable {
   /// Pulls (when the cache has nothing of the topic) and then streams into `tracker` until
   /// the session ends; throws the stream's error. A snapshot too large to pull in one message
   /// (RESOURCE_EXHAUSTED) comes by the stream instead, in parts (PROTOCOL.md 3.3 and 3.5).
-  public func run(in session: any TrackerSession, tracker: TrackerDataManager) async throws {
+  ///
+  /// Calls `subscribed` once, when the stream's first update has been applied: the broker
+  /// starts every subscription with one (a catch-up, a snapshot, or a confirmation of the
+  /// position), so from then on it serves the topic. A pull answered does not count: the
+  /// subscription may still be refused (the subject at its subscription limit, say).
+  public func run(in session: any TrackerSession, tracker: TrackerDataManager, subscribed: @Sendable () -> Void) async throws {
     if tracker.cache.topic(topic)?.position == nil {
       do {
         tracker.apply([try await session.cards(in: topic)])
@@ -26,8 +31,13 @@ public struct ServiceDataManager: Sendable {
         // The subscription below, from no position, starts with the snapshot.
       }
     }
+    var isAnswered = false
     for try await update in session.updates(from: tracker.cache.positions(for: [topic])) {
       tracker.apply([update])
+      if !isAnswered {
+        isAnswered = true
+        subscribed()
+      }
     }
   }
 }

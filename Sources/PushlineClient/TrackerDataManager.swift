@@ -98,8 +98,11 @@ public final class TrackerDataManager: Sendable {
   private let plugins: [PayloadKind: any CardPlugin]
   private let state = Mutex(State())
 
-  /// A tracker over `topics` of `cache`; it publishes the cached cards at once. A topic given
-  /// more than once counts once (`pushline watch --topic a --topic a`), in the place it first has.
+  /// A tracker over `topics` of `cache`; it publishes the cached cards at once, offline since
+  /// the cache last heard from the broker of them (the latest arrival of their cards or
+  /// "verified at" time): a client restarted during an outage marks cards cached long ago
+  /// stale at once, not only after `staleAfterOffline` more. A topic given more than once
+  /// counts once (`pushline watch --topic a --topic a`), in the place it first has.
   public init(cache: CardCache, topics: [String], configuration: Configuration = Configuration()) {
     self.cache = cache
     var seen = Set<String>()
@@ -108,12 +111,23 @@ public final class TrackerDataManager: Sendable {
     plugins = Dictionary(configuration.plugins.map { ($0.kind, $0) }, uniquingKeysWith: { first, _ in first })
     // The last correction stored: a client restarted offline expires cards by the broker's clock.
     if let skew = cache.clockSkewMillis { state.withLock { $0.skewMillis = max(-Self.maximumSkewMillis, min(skew, Self.maximumSkewMillis)) } }
+    // A contact after now (the clock was set back) counts as now.
+    let offlineSince = lastContactMillis().map { min($0, configuration.nowMillis()) }
+    state.withLock { $0.connection.offlineSinceMillis = offlineSince }
     publish()
   }
 
-  /// How many times ``apply(_:)`` has run: each answer of the broker's is applied, so the
-  /// connection manager tells a session the broker answered by this count growing.
-  var appliedCount: Int { state.withLock { $0.generation } }
+  /// When the client last heard from the broker of its topics, by its own clock: the latest of
+  /// their cards' arrivals and their "verified at" times (the broker's clock, less the skew);
+  /// `nil` when the cache holds nothing of them.
+  private func lastContactMillis() -> Int64? {
+    let skew = state.withLock { $0.skewMillis }
+    return topics.compactMap { cache.topic($0) }.flatMap { topic in
+      // The client's clock when the broker's read the "verified at" time: the inverse shift.
+      let verified = topic.verifiedAtMillis.map { Self.brokerMillis($0, skew: -skew) }
+      return topic.cards.values.map(\.receivedAtMillis) + (verified.map { [$0] } ?? [])
+    }.max()
+  }
 
   /// The modes now (computed on the spot if updates arrived since the last publication).
   public var modes: TrackerModes {
