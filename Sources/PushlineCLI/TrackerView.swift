@@ -45,7 +45,8 @@ enum TrackerView {
     }
   }
 
-  /// The whole screen.
+  /// The whole screen. Bulletins are rendered here, with the privacy setting of `modes`: one
+  /// that arrived before privacy mode was turned on shows no amount either.
   static func frame(_ modes: TrackerModes, bulletins: [TrackerBulletin], nowMillis: Int64, title: String) -> [String] {
     let verified = modes.browse.compactMap(\.verifiedAtMillis).min().map { " · verified at \(clock($0))" } ?? ""
     var lines = ["\(title) — \(connection(modes.connection))\(verified)\(modes.privacy ? " · privacy on" : "")", ""]
@@ -57,7 +58,7 @@ enum TrackerView {
     lines.append("")
     lines.append("BULLETINS")
     if bulletins.isEmpty { lines.append("  (none yet)") }
-    for bulletin in bulletins.suffix(5).reversed() { lines.append("  \(bulletin.text)") }
+    for bulletin in bulletins.suffix(5).reversed() { lines.append("  \(bulletin.text(privacy: modes.privacy))") }
     return lines
   }
 }

@@ -232,8 +232,10 @@ public final class TrackerDataManager: Sendable {
         guard cached.card.cardType == .bulletin, state.announced[key] != version,
           let kind = isShown(cached.card, nowMillis: Self.brokerMillis(nowMillis, skew: state.skewMillis))
         else { continue }
+        let plugin = plugins[kind]!
         let bulletin = TrackerBulletin(
-          topic: topic, card: cached.card, offset: cached.offset, text: plugins[kind]!.bulletinText(cached.card, privacy: state.privacy))
+          topic: topic, card: cached.card, offset: cached.offset, textWithAmounts: plugin.bulletinText(cached.card, privacy: false),
+          textWithoutAmounts: plugin.bulletinText(cached.card, privacy: true))
         bulletins[key] = (order, version, bulletin)
         order += 1
       }
@@ -252,7 +254,8 @@ public final class TrackerDataManager: Sendable {
     publish()
   }
 
-  /// Shows or hides amounts everywhere.
+  /// Shows or hides amounts everywhere: in the modes at once; a bulletin carries both of its
+  /// texts, for its screen to pick by ``TrackerModes/privacy`` (see ``TrackerBulletin``).
   public func setPrivacy(_ on: Bool) {
     state.withLock { $0.privacy = on }
     publish()

@@ -171,7 +171,7 @@ struct TrackerDataManagerTests {
     tracker.apply([update("earnings", from: 1, [bulletin], snapshot: true)])  // the same version again, after a reconnect
     tracker.apply([update("earnings", from: 2, [bulletin])])
     #expect(await bulletins.next()?.offset == 1)
-    #expect(await bulletins.next()?.text == "trip-done done · $10.00")
+    #expect(await bulletins.next()?.text(privacy: false) == "trip-done done · $10.00")
     #expect(tracker.modes.browse.isEmpty)
   }
 
