@@ -42,6 +42,15 @@ struct TrackerViewTests {
     return snapshot
   }
 
+  /// A daily earnings browse card.
+  static func today(_ id: String) -> TrackerCard {
+    var card = TrackerCard(cardID: id, priority: 1, isValid: true)
+    var payload = TrackerCardPayload()
+    payload.trackerDailyEarningsCard = TrackerDailyEarningsCard(title: id)
+    card.payload = payload
+    return card
+  }
+
   /// A bulletin kept from before privacy mode was turned on shows no amount in the frame drawn
   /// after, and shows it again once privacy mode is off.
   @Test func privacyModeHidesTheAmountsOfBulletinsAlreadyShown() async throws {
@@ -64,5 +73,18 @@ struct TrackerViewTests {
     tracker.setPrivacy(false)
     let shown = TrackerView.frame(tracker.modes, bulletins: [bulletin], nowMillis: 1_800_000_000_000, title: "t")
     #expect(shown.contains("  Trip 2 complete · $9.40"))
+  }
+
+  /// "verified at" speaks for every card shown: while one of them is of a topic never
+  /// verified, the title says so instead of the other topics' time.
+  @Test func theVerifiedTimeIsShownOnlyWhenEveryTopicShownWasVerified() throws {
+    let tracker = try Self.tracker()
+    tracker.apply([Self.snapshot("earnings", [Self.today("today")], serverTimeMillis: 1_800_000_000_000)])
+    let verified = TrackerView.frame(tracker.modes, bulletins: [], nowMillis: 1_800_000_000_000, title: "t")[0]
+    #expect(verified.hasSuffix(" · verified at \(TrackerView.clock(1_800_000_000_000))"))
+    tracker.apply([Self.snapshot("incentives", [Self.today("week")])])  // no server time: not vouched for
+    let partly = TrackerView.frame(tracker.modes, bulletins: [], nowMillis: 1_800_000_000_000, title: "t")[0]
+    #expect(partly.hasSuffix(" · not verified yet"))
+    #expect(!partly.contains("verified at"))
   }
 }
