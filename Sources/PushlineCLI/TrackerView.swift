@@ -45,9 +45,21 @@ enum TrackerView {
     }
   }
 
-  /// The whole screen.
+  /// What the broker vouches for of `items`, for the title line: " · verified at 12:00:05",
+  /// the oldest of their topics' verified times, since the label speaks for every card shown;
+  /// " · not verified yet" while any of them is of a topic never verified (cards from before
+  /// the broker's first complete update or snapshot, or a snapshot still arriving in parts),
+  /// which the oldest time would otherwise pass over; nothing when no card is shown.
+  static func verification(_ items: [TrackerItem]) -> String {
+    let times = items.map(\.verifiedAtMillis)
+    if times.contains(nil) { return " · not verified yet" }
+    return times.compactMap { $0 }.min().map { " · verified at \(clock($0))" } ?? ""
+  }
+
+  /// The whole screen. Bulletins are rendered here, with the privacy setting of `modes`: one
+  /// that arrived before privacy mode was turned on shows no amount either.
   static func frame(_ modes: TrackerModes, bulletins: [TrackerBulletin], nowMillis: Int64, title: String) -> [String] {
-    let verified = modes.browse.compactMap(\.verifiedAtMillis).min().map { " · verified at \(clock($0))" } ?? ""
+    let verified = verification(modes.browse)
     var lines = ["\(title) — \(connection(modes.connection))\(verified)\(modes.privacy ? " · privacy on" : "")", ""]
     lines.append("STATUS   " + (modes.status.map { item($0, nowMillis: nowMillis) } ?? "—"))
     lines.append("")
@@ -57,7 +69,7 @@ enum TrackerView {
     lines.append("")
     lines.append("BULLETINS")
     if bulletins.isEmpty { lines.append("  (none yet)") }
-    for bulletin in bulletins.suffix(5).reversed() { lines.append("  \(bulletin.text)") }
+    for bulletin in bulletins.suffix(5).reversed() { lines.append("  \(bulletin.text(privacy: modes.privacy))") }
     return lines
   }
 }

@@ -19,7 +19,7 @@ struct TrackerWatcher {
       group.addTask {
         for await bulletin in tracker.bulletins() {
           bulletins.append(bulletin)
-          if plain { output("\(TrackerView.clock(nowMillis())) bulletin: \(bulletin.text)") }
+          if plain { output("\(TrackerView.clock(nowMillis())) bulletin: \(bulletin.text(privacy: tracker.modes.privacy))") }
         }
       }
       group.addTask {  // time passes: expiry, staleness, ages
@@ -85,7 +85,8 @@ struct TrackerWatcher {
   }
 }
 
-/// The bulletins seen so far, for the frame.
+/// The bulletins seen so far, for the frame, which renders them with the privacy setting of
+/// the moment it is drawn.
 final class BulletinLog: Sendable {
   private let entries = Mutex<[TrackerBulletin]>([])
   func append(_ bulletin: TrackerBulletin) { entries.withLock { $0 = Array(($0 + [bulletin]).suffix(20)) } }

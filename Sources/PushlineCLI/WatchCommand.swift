@@ -12,7 +12,9 @@ struct WatchCommand: AsyncParsableCommand {
       Follows driver/ID/earnings and driver/ID/incentives (or the --topic's given), keeping the \
       cards in a SQLite cache so that a restart during an outage still shows them. In a terminal \
       it draws the tracker (p: privacy mode, q: quit); otherwise it logs one line per change. \
-      The token comes from --token or $PUSHLINE_TOKEN (a subscriber token for those topics).
+      The token comes from --token or $PUSHLINE_TOKEN (a subscriber token for those topics). \
+      It runs until q, Ctrl-C or SIGTERM (exit status 0); should the broker refuse the token or \
+      the topics for good, it prints why and exits with status 1.
       """
   )
 
@@ -49,23 +51,39 @@ struct WatchCommand: AsyncParsableCommand {
     guard let token = token ?? ProcessInfo.processInfo.environment["PUSHLINE_TOKEN"] else {
       throw CommandFailure("no token: pass --token or set PUSHLINE_TOKEN (pushline token --role subscriber mints one)")
     }
-    let tracker = TrackerDataManager(
-      cache: try CardCache(persistence: SQLiteCachePersistence(path: cache)),
-      topics: topics.isEmpty ? ["driver/\(driver)/earnings", "driver/\(driver)/incentives"] : topics,
-      configuration: .init(staleAfterOffline: .seconds(Int64(staleAfter))))
+    try await Self.watch(
+      server: server, token: token, topics: topics.isEmpty ? ["driver/\(driver)/earnings", "driver/\(driver)/incentives"] : topics,
+      cache: try CardCache(persistence: SQLiteCachePersistence(path: cache)), staleAfter: .seconds(Int64(staleAfter)),
+      plain: plain || !Terminal.isInteractive, output: { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+    ) { await TerminationSignal.received() }
+  }
+
+  /// Follows `topics` on `server`, their cards kept in `cache`, and shows the tracker on
+  /// `output` until `stop` returns (SIGINT or SIGTERM), `q` is pressed, or the connection
+  /// manager stops for good. The first two are a normal end; the last is a failure (exit
+  /// status 1, with the manager's reason, which the watcher may be cancelled before it shows),
+  /// so that a script tells a refused token or topic from a normal end. Tests run it in-process.
+  ///
+  /// - Throws: ``CommandFailure`` with the manager's reason when it stopped for good.
+  static func watch(
+    server: ServerAddress, token: String, topics: [String], cache: CardCache, staleAfter: Duration, plain: Bool,
+    output: @escaping @Sendable (String) -> Void, until stop: @escaping @Sendable () async -> Void
+  ) async throws {
+    let tracker = TrackerDataManager(cache: cache, topics: topics, configuration: .init(staleAfterOffline: staleAfter))
     let followed = tracker.topics  // each once, however often given
     let manager = ConnectionManager(
       connector: RPCTrackerConnector(host: server.host, port: server.port, token: token),
       services: followed.map { ServiceDataManager(name: $0, topic: $0) }, tracker: tracker)
     let watcher = TrackerWatcher(
-      tracker: tracker, title: "\(followed.joined(separator: ", ")) on \(server)", plain: plain || !Terminal.isInteractive,
-      nowMillis: WallClock.systemMillis, output: { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) })
+      tracker: tracker, title: "\(followed.joined(separator: ", ")) on \(server)", plain: plain, nowMillis: WallClock.systemMillis,
+      output: output)
     await withTaskGroup(of: Void.self) { group in
       group.addTask { await manager.run() }
       group.addTask { await watcher.run() }
-      group.addTask { await TerminationSignal.received() }
+      group.addTask { await stop() }
       _ = await group.next()
       group.cancelAll()
     }
+    if case .stopped(let reason) = manager.connectionState.phase { throw CommandFailure("stopped: \(reason)") }
   }
 }

@@ -15,7 +15,9 @@ import Synchronization
 /// clock that the difference does not fit in `Int64` is ignored, and the previous correction
 /// kept. Ranking: priority, highest first, then cardID, then topic — deterministic.
 /// Status: the last card that arrived asking to force the switch, while it stays, still asks, and is valid;
-/// otherwise the highest `statusModePriority` (then priority, then the ranking).
+/// otherwise the highest `statusModePriority` (then priority, then the ranking). A tracker
+/// started from a cache takes its cards as arriving then: the last of them to arrive that asks
+/// forces (see ``lastToForce(in:topics:)``).
 public final class TrackerDataManager: Sendable {
   /// How the tracker behaves.
   public struct Configuration: Sendable {
@@ -114,6 +116,9 @@ public final class TrackerDataManager: Sendable {
     // A contact after now (the clock was set back) counts as now.
     let offlineSince = lastContactMillis().map { min($0, configuration.nowMillis()) }
     state.withLock { $0.connection.offlineSinceMillis = offlineSince }
+    // Which card forced the status mode is not stored: the cached cards choose it again.
+    let forced = Self.lastToForce(in: cache, topics: self.topics)
+    state.withLock { $0.forced = forced }
     publish()
   }
 
@@ -127,6 +132,27 @@ public final class TrackerDataManager: Sendable {
       let verified = topic.verifiedAtMillis.map { Self.brokerMillis($0, skew: -skew) }
       return topic.cards.values.map(\.receivedAtMillis) + (verified.map { [$0] } ?? [])
     }.max()
+  }
+
+  /// The card of `topics` in `cache` that forces the status mode when a tracker starts from
+  /// the cache: of the cards asking to, the one that arrived last, as ``take(_:into:nowMillis:)``
+  /// picks among arriving cards — the latest `receivedAtMillis`; among cards received together
+  /// (one batch), the later topic in `topics`, standing for the batch's order, then the higher
+  /// offset, in which a topic's changes apply. Like an arriving card it forces only while it is
+  /// shown (valid, unexpired, of an enabled plugin), and a later card that is not shown leaves
+  /// none forcing, as it did before the restart.
+  ///
+  /// The cache does not say which card forced before: one whose forcing ended without it
+  /// changing — a later card took over and then stopped asking, or a snapshot in parts began
+  /// without it — forces again, as it would were the cards arriving now.
+  private static func lastToForce(in cache: CardCache, topics: [String]) -> Forced? {
+    let order = Dictionary(uniqueKeysWithValues: topics.enumerated().map { ($1, $0) })
+    return cache.cards(in: topics)
+      .filter { $0.card.shouldForceSwitchStatusMode == true }
+      .max { lhs, rhs in
+        (lhs.receivedAtMillis, order[lhs.topic] ?? 0, lhs.offset) < (rhs.receivedAtMillis, order[rhs.topic] ?? 0, rhs.offset)
+      }
+      .map { Forced(topic: $0.topic, cardID: $0.card.cardID, offset: $0.offset) }
   }
 
   /// The modes now (computed on the spot if updates arrived since the last publication).
@@ -246,8 +272,10 @@ public final class TrackerDataManager: Sendable {
         guard cached.card.cardType == .bulletin, state.announced[key] != version,
           let kind = isShown(cached.card, nowMillis: Self.brokerMillis(nowMillis, skew: state.skewMillis))
         else { continue }
+        let plugin = plugins[kind]!
         let bulletin = TrackerBulletin(
-          topic: topic, card: cached.card, offset: cached.offset, text: plugins[kind]!.bulletinText(cached.card, privacy: state.privacy))
+          topic: topic, card: cached.card, offset: cached.offset, textWithAmounts: plugin.bulletinText(cached.card, privacy: false),
+          textWithoutAmounts: plugin.bulletinText(cached.card, privacy: true))
         bulletins[key] = (order, version, bulletin)
         order += 1
       }
@@ -266,7 +294,8 @@ public final class TrackerDataManager: Sendable {
     publish()
   }
 
-  /// Shows or hides amounts everywhere.
+  /// Shows or hides amounts everywhere: in the modes at once; a bulletin carries both of its
+  /// texts, for its screen to pick by ``TrackerModes/privacy`` (see ``TrackerBulletin``).
   public func setPrivacy(_ on: Bool) {
     state.withLock { $0.privacy = on }
     publish()

@@ -27,12 +27,3 @@ public enum Staleness: Hashable, Sendable {
   /// The client has been offline since this time (Unix milliseconds).
   case offline(sinceMillis: Int64)
 }
-
-/// A bulletin: a bulletin card's new version, announced once.
-public struct TrackerBulletin: Hashable, Sendable {
-  public var topic: String
-  public var card: TrackerCard
-  public var offset: Int64
-  /// The plugin's bulletin text, amounts hidden in privacy mode.
-  public var text: String
-}

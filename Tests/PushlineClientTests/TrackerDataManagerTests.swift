@@ -163,6 +163,26 @@ struct TrackerDataManagerTests {
     #expect(tracker.modes.status?.cardID == "new-quest")
   }
 
+  /// Which card forces the status mode is held in memory only: a tracker restarted from the
+  /// cache takes the cached cards as arriving again, and the last to have arrived asking to
+  /// force still forces — here the later of two, though its topic comes first.
+  @Test func aForcingCardStillForcesAfterARestart() throws {
+    let persistence = RecordingPersistence()
+    let configuration = TrackerDataManager.Configuration(nowMillis: clock.function)
+    let cache = try CardCache(persistence: persistence)
+    let tracker = TrackerDataManager(cache: cache, topics: ["earnings", "incentives"], configuration: configuration)
+    tracker.apply([update("incentives", from: 1, [card("quest", priority: 3, kind: .dxgyProgress, force: true)], snapshot: true)])
+    clock.advance(by: .seconds(1))
+    tracker.apply([
+      update("earnings", from: 1, [card("today", priority: 1, statusPriority: 10), card("boost", priority: 2, force: true)], snapshot: true)
+    ])
+    #expect(tracker.modes.status?.cardID == "boost")
+    try cache.flush()
+    let restarted = TrackerDataManager(
+      cache: try CardCache(persistence: persistence), topics: ["earnings", "incentives"], configuration: configuration)
+    #expect(restarted.modes.status?.cardID == "boost")
+  }
+
   @Test func bulletinsAreAnnouncedOncePerVersionAndStayOutOfBrowse() async throws {
     let tracker = try tracker()
     var bulletins = tracker.bulletins().makeAsyncIterator()
@@ -171,7 +191,7 @@ struct TrackerDataManagerTests {
     tracker.apply([update("earnings", from: 1, [bulletin], snapshot: true)])  // the same version again, after a reconnect
     tracker.apply([update("earnings", from: 2, [bulletin])])
     #expect(await bulletins.next()?.offset == 1)
-    #expect(await bulletins.next()?.text == "trip-done done · $10.00")
+    #expect(await bulletins.next()?.text(privacy: false) == "trip-done done · $10.00")
     #expect(tracker.modes.browse.isEmpty)
   }
 
