@@ -58,11 +58,11 @@ struct BrokerReport {
     }
     rows += [
       Row(scenario: .idle, label: "connect + subscribe all", value: key("connectSeconds"), format: seconds, ratio: true, target: "< 1× (faster)"),
-      Row(scenario: .idle, label: "broker memory per connection", value: key("kibPerConnection"), format: { String(format: "%.1f KiB", $0) }, ratio: true, target: "≤ 6 KiB"),
+      Row(scenario: .idle, label: "broker memory per connection", value: key("kibPerConnection"), format: { String(format: "%.2f KiB", $0) }, ratio: true, target: "≤ 6 KiB"),
       Row(scenario: .idle, label: "broker RSS before", value: key("rssBeforeKiB"), format: { String(format: "%.0f MiB", $0 / 1024) }),
       Row(scenario: .idle, label: "broker RSS after", value: key("rssAfterKiB"), format: { String(format: "%.0f MiB", $0 / 1024) }),
       Row(scenario: .idleWithoutSubscriptions, label: "connect all", value: key("connectSeconds"), format: seconds, ratio: true),
-      Row(scenario: .idleWithoutSubscriptions, label: "broker memory per connection", value: key("kibPerConnection"), format: { String(format: "%.1f KiB", $0) }, ratio: true),
+      Row(scenario: .idleWithoutSubscriptions, label: "broker memory per connection", value: key("kibPerConnection"), format: { String(format: "%.2f KiB", $0) }, ratio: true),
       Row(scenario: .latency, label: "publish→deliver p50", value: key("p50ms"), format: millis, ratio: true),
       Row(scenario: .latency, label: "publish→deliver p99", value: key("p99ms"), format: millis, ratio: true, target: "≤ 5 ms"),
       Row(scenario: .latency, label: "publish→deliver p999", value: key("p999ms"), format: millis, ratio: true),
