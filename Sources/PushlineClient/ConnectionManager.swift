@@ -7,9 +7,11 @@ import Synchronization
 /// subscription in the session (its first update applied), not at the handshake, which a
 /// broker refusing every call still completes: until then the client stays offline, and its
 /// cards go stale counting from when it went offline. The backoff starts over only after a
-/// session that went live, so a broker that accepts connections but refuses every call, or
-/// only one topic's subscription, is retried ever more slowly, while a live connection that
-/// drops is retried at once; a retry-after hint the broker gives is honoured up to
+/// session that went live and then lost its connection (UNAVAILABLE, or a stream's end), so a
+/// broker that accepts connections but refuses every call, or only one topic's subscription,
+/// or refuses a stream after answering it (a card larger than the client's message limit), is
+/// retried ever more slowly, while a live connection that drops is retried at once; a
+/// retry-after hint the broker gives is honoured up to
 /// ``Backoff/maximumHint``. It stops for good only when the broker refuses the token, the
 /// topics or the protocol version (statuses that a retry cannot fix). Its state reaches the
 /// tracker (and so the UI).
@@ -71,6 +73,7 @@ public final class ConnectionManager: Sendable {
       attempts += 1
       update(.connecting(attempt: attempts))
       var retryAfter: Duration = .zero
+      var refused = false  // the broker ended the session with a status, not a lost connection
       let reason: String
       let subscribed = Mutex(0)  // the services whose subscription the broker answered
       do {
@@ -97,13 +100,17 @@ public final class ConnectionManager: Sendable {
         return
       } catch let error as RPCError {
         reason = "\(error)"
+        refused = error.code != .unavailable
         retryAfter = min(.milliseconds(Int64(error.retryAfterMillis ?? 0)), backoff.maximumHint)
       } catch {
         if Task.isCancelled { break }
         reason = "\(error)"
       }
       try? tracker.cache.flush()
-      if connectionState.phase == .live { (failures, attempts) = (0, 0) }
+      if connectionState.phase == .live {
+        attempts = 0
+        if !refused { failures = 0 }
+      }
       failures += 1
       let delay = max(retryAfter, backoff.delay(attempt: failures, unit: unitRandom()))
       update(.backingOff(untilMillis: nowMillis() + delay.milliseconds, reason: reason))

@@ -238,6 +238,17 @@ struct ConnectionManagerTests {
     #expect(sleeps == [.milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(250), .milliseconds(500)])
   }
 
+  /// A session whose every subscription is answered, then refused by the broker (a card larger
+  /// than the client's message limit ends its stream with RESOURCE_EXHAUSTED), was live but
+  /// does not start the backoff over: reconnecting at once would refuse it again at once.
+  @Test func aSessionRefusedAfterItWentLiveKeepsBackingOff() async throws {
+    let tooLarge = RPCError(code: .resourceExhausted, message: "an update over this connection's message limit")
+    let connector = ScriptedConnector(Array(repeating: .serve(snapshot: nil, updates: [confirmation()], then: tooLarge), count: 3))
+    let outcome = try await run(connector)
+    #expect(outcome.phases.contains(.live))
+    #expect(outcome.sleeps == [.milliseconds(250), .milliseconds(500), .seconds(1)])
+  }
+
   /// A client restarted during an outage has been offline since its cache last heard from the
   /// broker — here the topic's "verified at", 5 s after its card arrived, by the broker's clock
   /// 2 s ahead — so its card, ten minutes old, is stale from the first attempt on.
