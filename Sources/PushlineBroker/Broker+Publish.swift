@@ -46,16 +46,23 @@ extension Broker {
     }
     let now = configuration.nowMillis()
     let window = configuration.idempotencyWindowMillis
-    enum Next { case answered(PublishResponse), queued, commit }
+    enum Next { case answered(PublishResponse), refused(RPCError), queued, commit }
     let next = intake.withLock { intake -> Next in
       if let key = request.idempotencyKey.map({ PublishRecordKey(topic: request.topic, key: $0) }) {
         if let record = intake.publishRecords.record(of: key, committedSince: now - window) {
+          if let original = record.fingerprint, original != PublishFingerprint(of: request).value {
+            return .refused(Self.keyReused(key))
+          }
           var response = PublishResponse(epoch: record.epoch, firstOffset: record.firstOffset, lastOffset: record.lastOffset)
           response.replayed = true
           return .answered(response)
         }
         // A retry of a publish not yet committed waits for the original's answer.
-        if intake.publishes.join(key, completion) { return .queued }
+        switch intake.publishes.join(key, fingerprint: PublishFingerprint(of: request), completion) {
+        case .joined: return .queued
+        case .differs: return .refused(Self.keyReused(key))
+        case .notInFlight: break
+        }
       }
       // A topic published to for the first time since the start: its epoch and top offset
       // come from the topics (the only time a publish takes their lock).
@@ -80,9 +87,19 @@ extension Broker {
     }
     switch next {
     case .answered(let response): completion.complete(with: .success(response))
+    case .refused(let error): completion.complete(with: .failure(error))
     case .queued: break
     case .commit: Task(executorPreference: executor) { await self.commitPending() }
     }
+  }
+
+  /// The refusal of a publish whose idempotency key, still in its window, came with other
+  /// changes: answering it as a replay would drop them while telling the publisher they were
+  /// applied.
+  private static func keyReused(_ key: PublishRecordKey) -> RPCError {
+    RPCError(
+      code: .invalidArgument,
+      message: "idempotencyKey \"\(key.key)\" was used for other changes to topic \"\(key.topic)\" within the idempotency window: a retry must send the same changes, and new changes need a new key")
   }
 
   private func validate(_ request: EncodedPublishRequest, _ principal: Principal) throws(RPCError) {
@@ -267,7 +284,8 @@ extension Broker {
       if let key = publishes[position].idempotencyKey, let first = records.first, let last = records.last {
         batch.publishRecords.append(
           PublishRecord(
-            topic: topic, key: key, epoch: epoch, firstOffset: first.offset, lastOffset: last.offset, committedAtMillis: now))
+            topic: topic, key: key, epoch: epoch, firstOffset: first.offset, lastOffset: last.offset, committedAtMillis: now,
+            fingerprint: PublishFingerprint(of: records).value))
       }
     }
     batch.prunes = prunes

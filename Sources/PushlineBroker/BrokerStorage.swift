@@ -57,14 +57,21 @@ public struct PublishRecord: Hashable, Sendable {
   public var firstOffset: Int64
   public var lastOffset: Int64
   public var committedAtMillis: Int64
+  /// A 64-bit hash of the publish's changes, so that a retry with the key is told apart from
+  /// other changes sent with it by mistake; `nil` in records kept before fingerprints were.
+  public var fingerprint: Int64?
 
   /// A record.
-  public init(topic: String, key: String, epoch: Int64, firstOffset: Int64, lastOffset: Int64, committedAtMillis: Int64) {
+  public init(
+    topic: String, key: String, epoch: Int64, firstOffset: Int64, lastOffset: Int64, committedAtMillis: Int64,
+    fingerprint: Int64? = nil
+  ) {
     self.topic = topic
     self.key = key
     self.epoch = epoch
     self.firstOffset = firstOffset
     self.lastOffset = lastOffset
     self.committedAtMillis = committedAtMillis
+    self.fingerprint = fingerprint
   }
 }

@@ -20,7 +20,7 @@ struct InFlightPublishes {
   /// How many publishes with an idempotency key are in flight.
   var keyCount: Int { numbers.count }
 
-  /// Queues `publish` for the next commit; its key must not be in flight (``join(_:_:)`` first).
+  /// Queues `publish` for the next commit; its key must not be in flight (``join(_:fingerprint:_:)`` first).
   mutating func append(_ publish: PendingPublish) {
     if let key = publish.idempotencyKey {
       numbers[Broker.PublishRecordKey(topic: publish.topic, key: key)] = pendingStart + pending.count
@@ -28,15 +28,24 @@ struct InFlightPublishes {
     pending.append(publish)
   }
 
-  /// Adds `completion` as a retry's waiter to the publish in flight with `key`, if there is one.
-  mutating func join(_ key: Broker.PublishRecordKey, _ completion: any PublishCompletion) -> Bool {
-    guard let number = numbers[key] else { return false }
+  /// What became of a retry that looked for its original in flight.
+  enum Joining { case joined, differs, notInFlight }
+
+  /// Adds `completion` as a retry's waiter to the publish in flight with `key`, if there is one
+  /// and it has the retry's changes (`fingerprint`, worked out only then); a publish with
+  /// other changes is not joined.
+  mutating func join(
+    _ key: Broker.PublishRecordKey, fingerprint: @autoclosure () -> PublishFingerprint, _ completion: any PublishCompletion
+  ) -> Joining {
+    guard let number = numbers[key] else { return .notInFlight }
     if number >= pendingStart {
+      guard PublishFingerprint(of: pending[number - pendingStart].records) == fingerprint() else { return .differs }
       pending[number - pendingStart].retries.append(completion)
     } else {
+      guard PublishFingerprint(of: committing[number - committingStart].records) == fingerprint() else { return .differs }
       committing[number - committingStart].retries.append(completion)
     }
-    return true
+    return .joined
   }
 
   /// Makes the pending publishes the commit under way, and returns them. (The last commit must

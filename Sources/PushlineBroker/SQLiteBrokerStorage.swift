@@ -161,6 +161,10 @@ public final class SQLiteBrokerStorage: BrokerStorage {
           DROP TABLE card;
           """)
     }
+    migrator.registerMigration("v3: publish fingerprints") { db in
+      // Records kept before have none: a retry of one is answered as a replay, as it was.
+      try db.execute(sql: "ALTER TABLE publishRecord ADD COLUMN fingerprint INTEGER")
+    }
     return migrator
   }
 
@@ -235,7 +239,7 @@ public final class SQLiteBrokerStorage: BrokerStorage {
           PublishRecord(
             topic: try row.decode(forColumn: "topic"), key: try row.decode(forColumn: "key"), epoch: try row.decode(forColumn: "epoch"),
             firstOffset: try row.decode(forColumn: "firstOffset"), lastOffset: try row.decode(forColumn: "lastOffset"),
-            committedAtMillis: try row.decode(forColumn: "committedAtMillis"))
+            committedAtMillis: try row.decode(forColumn: "committedAtMillis"), fingerprint: try row.decode(Int64?.self, forColumn: "fingerprint"))
         }
       }
     }
@@ -305,10 +309,14 @@ public final class SQLiteBrokerStorage: BrokerStorage {
           """
       ).execute(arguments: [cutoff, batch.maxPublishRecordsToForget])
     }
-    let remember = try db.cachedStatement(sql: "INSERT OR REPLACE INTO publishRecord VALUES (?, ?, ?, ?, ?, ?)")
+    let remember = try db.cachedStatement(
+      sql: """
+        INSERT OR REPLACE INTO publishRecord (topic, key, epoch, firstOffset, lastOffset, committedAtMillis, fingerprint)
+        VALUES (?, ?, ?, ?, ?, ?, ?)
+        """)
     for record in batch.publishRecords {
       try remember.execute(arguments: [
-        record.topic, record.key, record.epoch, record.firstOffset, record.lastOffset, record.committedAtMillis,
+        record.topic, record.key, record.epoch, record.firstOffset, record.lastOffset, record.committedAtMillis, record.fingerprint,
       ])
     }
     try collectIfDue(db, journal: &journal)

@@ -234,6 +234,48 @@ struct BrokerTests {
     #expect(late.replayed == nil && late.firstOffset == 2)
   }
 
+  /// A key reused within its window for other changes — other cards, another version, a
+  /// removal in place of an upsert — is refused, not answered as a replay that would drop them
+  /// while telling the publisher they were applied; the same changes are still a replay.
+  @Test func aKeyReusedForOtherChangesIsRefused() async throws {
+    let broker = try await makeBroker()
+    let first = try await broker.publish("t", [card("a", 1)], key: "k1")
+    for other: (upserts: [TrackerCard], removals: [String]) in [
+      ([card("a", 1), card("b", 1), card("c", 1)], []), ([card("a", 2)], []), ([], ["a"]), ([card("b", 1)], []),
+    ] {
+      await expectStatus(.invalidArgument) { try await broker.publish("t", other.upserts, removing: other.removals, key: "k1") }
+    }
+    let retry = try await broker.publish("t", [card("a", 1)], key: "k1")
+    #expect(retry.replayed == true && retry.firstOffset == first.firstOffset)
+    #expect(broker.state.withLock { $0.topics["t"]!.topOffset } == 1)
+  }
+
+  /// A retry with other changes than its original, arriving while the original is being
+  /// committed, is refused rather than joined.
+  @Test(.timeLimit(.minutes(1))) func aKeyReusedWhileItsOriginalIsInFlightIsRefused() async throws {
+    let storage = CountingStorage()
+    storage.holdCommits()
+    let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      group.addTask { _ = try await broker.publish("t", [card("a", 1)], key: "k1") }
+      while storage.heldCount < 1 { await Task.yield() }
+      // Answered at once when refused; had it joined the original, it would wait for the commit.
+      let answered = Mutex(false)
+      let retry = Task {
+        defer { answered.withLock { $0 = true } }
+        return try await broker.publish("t", [card("a", 2)], key: "k1")
+      }
+      while !answered.withLock({ $0 }), broker.intake.withLock({ $0.publishes.committing.first?.retries.isEmpty ?? true }) {
+        await Task.yield()
+      }
+      storage.release()
+      await expectStatus(.invalidArgument) { try await retry.value }
+      try await group.waitForAll()
+    }
+    let snapshot = try broker.cards(in: "t", for: reader)
+    #expect(try snapshot.changes.map { try $0.card?.decoded() } == [card("a", 1)] && snapshot.throughOffset == 1)
+  }
+
   /// Tombstones go once older than the maximum age, checked as the topic is published to — a
   /// younger one stays, even when an older removal of a card since upserted again is gone.
   @Test func tombstonesGoOnceOlderThanTheMaximumAge() async throws {

@@ -41,6 +41,8 @@ struct SQLiteBrokerStorageTests {
 
     let retry = try await broker.publish("t", [unknown, card("b", 1), card("c", 1)], key: "k")
     #expect(retry.replayed == true && retry.firstOffset == 1)
+    // The key's changes are remembered too: other changes under it are refused after a restart.
+    await expectStatus(.invalidArgument) { try await broker.publish("t", [card("b", 2)], key: "k") }
     let next = try await broker.publish("t", [card("d", 1)])
     #expect(next.epoch == first.epoch && next.firstOffset == 5)
   }
