@@ -16,8 +16,10 @@ struct PublishCommand: AsyncParsableCommand {
       or an array of them — what `pushline dump --json` prints. Publishes them, then the \
       --remove'd card ids, each card at most once. Up to 10,000 changes and 4 MiB go as one \
       atomic batch; more go as several, one after another, each acknowledged before the next \
-      (with --idempotency-key K, batch n from 2 on carries the key K#n). Prints each batch's \
-      epoch and offsets. An error names the line, or the card's index in an array. The token \
+      (with --idempotency-key K, batch n from 2 on carries the key K#n, so a key of your own \
+      ending in #n could collide with a generated one). Every key must fit the broker's limit of \
+      \(Broker.maxKeySize) bytes, K#n included: a key too long for the batches the input needs \
+      is refused before anything is sent. Prints each batch's epoch and offsets. An error names the line, or the card's index in an array. The token \
       comes from --token or $PUSHLINE_TOKEN.
       """
   )
@@ -34,7 +36,7 @@ struct PublishCommand: AsyncParsableCommand {
   @Option(name: .customLong("remove"), help: "A card id to remove (repeat for more).")
   var removals: [String] = []
 
-  @Option(help: "An idempotency key, so that re-running the same publish applies it once.")
+  @Option(help: "An idempotency key, so that re-running the same publish applies it once (at most \(Broker.maxKeySize) bytes, #n included).")
   var idempotencyKey: String?
 
   @Option(help: "The auth token (default: $PUSHLINE_TOKEN).")
@@ -56,9 +58,10 @@ struct PublishCommand: AsyncParsableCommand {
     }
     let changes = try Self.changes(upserting: cards, removing: removals)
     guard !changes.isEmpty else { throw CommandFailure("nothing to publish: no cards in \(source), and no --remove") }
-    let requests = PublishRequest.batches(
+    let requests = try PublishRequest.batches(
       of: changes, to: topic, idempotencyKey: idempotencyKey,
-      maxChanges: BrokerConfiguration.defaultMaxChangesPerPublish, maxBytes: BrokerService.connectionLimits.maxMessageSize)
+      maxChanges: BrokerConfiguration.defaultMaxChangesPerPublish, maxBytes: BrokerService.connectionLimits.maxMessageSize,
+      maxKeySize: Broker.maxKeySize)
     var configuration = ClientConnectionStateMachine.Configuration()
     configuration.authToken = token ?? ProcessInfo.processInfo.environment["PUSHLINE_TOKEN"]
     _ = try await Self.publish(requests, to: server, configuration: configuration) { print($0) }

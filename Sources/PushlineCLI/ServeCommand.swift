@@ -16,8 +16,8 @@ struct ServeCommand: AsyncParsableCommand {
     commandName: "serve",
     abstract: "Run the Pushline broker on a listen address.",
     discussion: """
-      Serves /pushline.Publisher/Publish, /pushline.Tracker/Subscribe, /pushline.Tracker/GetCards \
-      and /pushline.Health/Check. Stores topics in SQLite in the data directory (or in memory, \
+      Serves /pushline.Publisher/Publish, /pushline.Publisher/PublishStream, \
+      /pushline.Tracker/Subscribe, /pushline.Tracker/GetCards and /pushline.Health/Check. Stores topics in SQLite in the data directory (or in memory, \
       losing history on restart). Listens on loopback unless told otherwise. Stops on SIGINT or \
       SIGTERM with a GOAWAY to every client and a grace period for calls in progress.
 
