@@ -26,11 +26,6 @@ struct PublishFingerprint: Hashable, Sendable {
     value = Int64(bitPattern: hash.state)
   }
 
-  /// A fingerprint as storage kept it.
-  init(stored value: Int64) {
-    self.value = value
-  }
-
   /// The fingerprint of `request`'s changes.
   init(of request: EncodedPublishRequest) {
     self.init(request.changes.lazy.map { (cardID: $0.cardID, card: $0.card) })

@@ -73,8 +73,8 @@ public final class Subscription: Sendable {
   public let principal: Principal
   let maxQueuedChanges: Int
   /// The largest message the subscriber's connection takes (the limit its handshake agreed):
-  /// a take gathers cards of at most half of it, and a stream whose update outgrows it all the
-  /// same (a card larger than the limit) ends rather than send it.
+  /// a take gathers cards of at most half of it. (An update that outgrows it all the same, a
+  /// card larger than the limit, is not sent: the transport ends the stream.)
   let maxMessageSize: Int
   let state: Mutex<State>
 
@@ -88,11 +88,6 @@ public final class Subscription: Sendable {
   /// The card bytes a take gathers at most, past its first entry: half the connection's
   /// message limit leaves the other half for the changes' own fields and the updates' headers.
   private var maxTakeBytes: Int { min(OutboundQueue.maxTakeBytes, maxMessageSize / 2) }
-
-  /// Whether an update could outgrow the connection's message limit, and each must be measured:
-  /// not with the protocol's default limit (4 MiB), which a take of ``OutboundQueue/maxTakeBytes``
-  /// plus one card of `Broker.maxCardSize` never nears.
-  private var measuresUpdates: Bool { maxMessageSize < 2 * OutboundQueue.maxTakeBytes }
 
   /// Queues committed changes of `topic` — the `run` of a commit: distinct cards, each with
   /// its offset, in offset order (commits are fanned out one at a time, coalesced), shared
@@ -289,13 +284,6 @@ public final class Subscription: Sendable {
             updates[index].base.complete = true
           }
         }
-      }
-      if measuresUpdates, let large = updates.first(where: { $0.encodedSize() > maxMessageSize }) {
-        let ended = RPCError(
-          code: .resourceExhausted,
-          message: "an update of topic \"\(large.base.topic)\" is \(large.encodedSize()) bytes, over this connection's \(maxMessageSize)-byte message limit")
-        state.ended = ended
-        throw ended
       }
       guard !state.watermarksDue.isEmpty else { return updates.isEmpty ? nil : updates }
       // The due watermarks of the topics with nothing queued, after the others' updates; a

@@ -167,7 +167,7 @@ struct ServeCommand: AsyncParsableCommand {
       try await ServiceGroup(configuration: group).run()
     } catch is CancellationError {
       throw CommandFailure(
-        "stopped at once (SIGQUIT, or a graceful shutdown still running \(Self.shutdownMargin) s past its lame-duck and grace periods)")
+        "stopped at once, cutting connections short (SIGQUIT, or a graceful shutdown still running \(Self.shutdownMargin) s past its lame-duck and grace periods)")
     } catch let error as RPCError {
       throw CommandFailure("\(error)")
     } catch let error as TokenAuthorityError {

@@ -349,9 +349,10 @@ public struct ServerConnectionStateMachine: Sendable {
       callFrame(frame, open: &open, into: &actions)
     case .ping:
       guard frame.callID == 0, frame.payload.count == 8 else { return actions += violation(.internal, "malformed PING", open: open) }
-      // A PING at least half the keepalive interval after the last is keepalive, not a flood.
+      // A PING at least half the keepalive interval after the last is keepalive, not a flood;
+      // so is one whose clock went back (the wall clock was set back).
       let now = serverTimeMillis()
-      if let interval = configuration.keepaliveIntervalMillis, open.lastPingMillis <= now - Int64(interval / 2) {
+      if let interval = configuration.keepaliveIntervalMillis, now < open.lastPingMillis || open.lastPingMillis <= now - Int64(interval / 2) {
         open.pingsWithoutActivity = 0
       }
       open.lastPingMillis = now

@@ -75,12 +75,12 @@ final class ConnectionRegistry: Sendable {
     }
   }
 
-  /// Closes every connection at once (the server was cancelled), and returns how many were open.
-  @discardableResult
-  func closeAll() -> Int {
+  /// Closes every connection at once (the server was cancelled), telling `noting` first how
+  /// many were open: before the closes, which may empty the registry and wake its waiter.
+  func closeAll(noting: (Int) -> Void = { _ in }) {
     let open = state.withLock { Array($0.connections.values) }
+    noting(open.count)
     for channel in open { channel.close(promise: nil) }
-    return open.count
   }
 
   /// Returns once no connection is open.

@@ -123,9 +123,9 @@ public struct RPCServer: Sendable {
     await withTaskCancellationHandler {
       await connections.waitUntilEmpty()
     } onCancel: {
-      if connections.closeAll() > 0 { cutShort.store(true, ordering: .relaxed) }
+      connections.closeAll { open in if open > 0 { cutShort.store(true, ordering: .sequentiallyConsistent) } }
     }
-    if cutShort.load(ordering: .relaxed) { throw CancellationError() }
+    if cutShort.load(ordering: .sequentiallyConsistent) { throw CancellationError() }
     return result
   }
 
