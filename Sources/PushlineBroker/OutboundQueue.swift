@@ -262,15 +262,16 @@ public struct OutboundQueue: Sendable {
     compactIfSparse()
   }
 
-  /// Takes up to about `limit` changes, and about `maxBytes` of cards, from the front
-  /// (at least one change or snapshot), as one update per topic and run: a snapshot travels
+  /// Takes up to about `limit` changes, and at most `maxBytes` of cards, from the front
+  /// (at least one change or snapshot, however large: a budget the next card would pass ends
+  /// the take before it, so that a client's message limit holds), as one update per topic and run: a snapshot travels
   /// alone; consecutive changes of a topic share an update. A run only partly taken leaves the
   /// rest at the front. `epoch(topic)` gives the epoch of changes; `throughOffset` is filled in
   /// by the caller, except for snapshots.
   ///
-  /// A snapshot with more than about `maxBytes` of cards goes in parts, so that a topic
-  /// of many or large cards never outgrows a message: the first part, of about that many
-  /// bytes, is the snapshot, positioned at its last card (its cards are in offset order); the
+  /// A snapshot with more than `maxBytes` of cards goes in parts, so that a topic
+  /// of many or large cards never outgrows a message: the first part, of at most that many
+  /// bytes (or one card larger), is the snapshot, positioned at its last card (its cards are in offset order); the
   /// rest stays at the front, still counting nothing toward the bound, and goes in later takes
   /// as plain changes. A client that applied the first part holds every card up to its
   /// position, and resuming from there brings the rest, since each has a higher offset; the
@@ -283,7 +284,7 @@ public struct OutboundQueue: Sendable {
     var openUpdates = OpenUpdates()
     var taken = 0
     var bytes = 0
-    while head < slots.count, taken < limit, bytes < maxBytes {
+    taking: while head < slots.count, taken < limit, bytes < maxBytes {
       guard let entry = slots[head] else {
         head += 1
         continue
@@ -294,10 +295,13 @@ public struct OutboundQueue: Sendable {
         // take's changes too, as the changes it holds.
         let endLimit = update.isSnapshot ? update.changes.count : from + min(update.changes.count - from, limit - taken)
         var (end, partBytes) = (from, 0)
-        while end < endLimit, end == from || partBytes < maxBytes {
-          partBytes += Self.size(of: update.changes[end])
+        while end < endLimit {
+          let size = Self.size(of: update.changes[end])
+          if taken > 0 || end > from, bytes + partBytes + size > maxBytes { break }
+          partBytes += size
           end += 1
         }
+        if end == from, end < endLimit { break taking }  // none of its cards fits behind what the take holds
         if end < update.changes.count {
           slots[head] = .whole(update, from: end)
           if !update.isSnapshot { changeCount -= end - from }  // a snapshot counts no changes
@@ -308,11 +312,14 @@ public struct OutboundQueue: Sendable {
         taken += max(1, end - from)
         bytes += partBytes
       case .change(let topic, let change):
+        let size = Self.size(of: change)
+        if taken > 0, bytes + size > maxBytes { break taking }
         removeFront()
-        bytes += Self.size(of: change)
+        bytes += size
         openUpdates.add(.change(change), of: topic, epoch: epoch, to: &updates)
         taken += 1
       case .run(let topic, let run, let range):
+        if taken > 0, bytes + run.encodedSize(of: range.lowerBound..<range.lowerBound + 1) > maxBytes { break taking }
         let (end, size) = run.slice(from: range.lowerBound, maxCount: min(range.count, limit - taken), maxBytes: maxBytes - bytes)
         if end == range.upperBound {
           removeFront()
@@ -356,8 +363,8 @@ public struct OutboundQueue: Sendable {
     head += 1
   }
 
-  /// The card bytes a take gathers at most, past its first entry, unless the connection takes
-  /// less: large cards (up to `Broker.maxCardSize`) fill an update long before
+  /// The card bytes a take gathers at most (unless its first card alone is larger), unless the
+  /// connection takes less: large cards (up to `Broker.maxCardSize`) fill an update long before
   /// ``take(limit:maxBytes:epoch:)``'s change limit, which would otherwise let one update
   /// outgrow the protocol's 4 MiB message limit.
   public static let maxTakeBytes = 1 << 20

@@ -38,14 +38,14 @@ public final class EncodedChangeRun: Sendable {
     encoded.size(of: range)
   }
 
-  /// The longest slice from `start` of at most `maxCount` changes (at least one) that ends at
-  /// the first change whose entry brings the slice's encoded length to `maxBytes` or more:
-  /// its end, and that length. For a sender that fills a message up to a budget.
+  /// The longest slice from `start` of at most `maxCount` changes whose encoded length stays
+  /// within `maxBytes` — at least one change, whatever its length: its end, and that length.
+  /// For a sender that fills a message up to a budget it must not pass.
   public func slice(from start: Int, maxCount: Int, maxBytes: Int) -> (end: Int, size: Int) {
     let encoded = encoded
     let (first, last) = (encoded.start(of: start), min(changes.count, start + max(1, maxCount)))
     var end = start + 1
-    while end < last, encoded.ends[end - 1] - first < maxBytes { end += 1 }
+    while end < last, encoded.ends[end] - first <= maxBytes { end += 1 }
     return (end, encoded.ends[end - 1] - first)
   }
 

@@ -44,6 +44,24 @@ struct MessageLimitLoopbackTests {
     }
   }
 
+  /// Cards that each fit the limit but not two together — 7 KB, then 12 KB, in turn — still
+  /// reach the client: a part stops before a card that would take it past its budget, rather
+  /// than after it.
+  @Test func cardsThatFitOnlyAloneStillArrive() async throws {
+    let mixed = (0..<10).map { titled("m\($0)", bytes: $0.isMultiple(of: 2) ? 7_000 : 12_000) }
+    try await BrokerLoopbackTests.withBroker { harness in
+      let published = try await harness.broker.publish("driver/7", mixed)
+      let token = try await harness.token(.subscriber, ["driver/7"])
+      try await Self.connect(to: harness, token: token) { subscriber in
+        var updates = BrokerLoopbackTests.updates(of: "driver/7", on: subscriber)
+        var replica = TopicReplica()
+        while replica.position != published.lastOffset { replica.apply(try #require(try await updates.next())) }
+        #expect(replica.violations.isEmpty)
+        #expect(replica.cards == Dictionary(uniqueKeysWithValues: mixed.map { ($0.cardID, $0) }))
+      }
+    }
+  }
+
   @Test func aGetCardsOverTheClientsLimitIsRefusedByTheBroker() async throws {
     try await BrokerLoopbackTests.withBroker { harness in
       try await harness.broker.publish("driver/7", Self.cards)
@@ -58,7 +76,7 @@ struct MessageLimitLoopbackTests {
     }
   }
 
-  /// A card larger than the client's limit cannot reach it: the broker ends the stream, saying
+  /// A card larger than the client's limit cannot reach it: the server ends the stream, saying
   /// why, rather than send what the client refuses.
   @Test func aCardLargerThanTheClientsLimitEndsTheStream() async throws {
     try await BrokerLoopbackTests.withBroker { harness in

@@ -205,20 +205,21 @@ struct OutboundQueueTests {
     while !queue.isEmpty { taken.append(queue.take(limit: 512) { _ in 1 }.flatMap(\.topicUpdate.changes)) }
     let sizes = taken.map { $0.reduce(0) { $0 + ($1.card?.encodedSize() ?? 0) } }
     #expect(taken.count == 3 && taken.flatMap { $0 } == cards)
-    #expect(sizes.allSatisfy { $0 < OutboundQueue.maxTakeBytes + 61_000 } && sizes[0] >= OutboundQueue.maxTakeBytes)
+    // Full, yet within the budget: the next card would have passed it.
+    #expect(sizes.allSatisfy { $0 <= OutboundQueue.maxTakeBytes } && sizes[0] > OutboundQueue.maxTakeBytes - 61_000)
   }
 
   /// A snapshot of more than a take's bytes goes in parts: the first is the snapshot,
   /// positioned at its last card; the rest follow as changes, in order, each part under the
-  /// budget (plus a card).
+  /// budget.
   @Test func aSnapshotOverTheByteBudgetGoesInParts() throws {
     var queue = Self.queueWithLargeSnapshot(of: 40, through: 50)
     let parts = try Self.takeAll(from: &queue, limit: 512)
-    #expect(parts.map(\.changes.count) == [18, 18, 4])
-    #expect(parts[0].isSnapshot && parts[0].throughOffset == 18)
+    #expect(parts.map(\.changes.count) == [17, 17, 6])
+    #expect(parts[0].isSnapshot && parts[0].throughOffset == 17)
     #expect(parts.dropFirst().allSatisfy { !$0.isSnapshot })
     #expect(parts.flatMap(\.changes) == Self.largeChanges(40))
-    #expect(parts.allSatisfy { $0.changes.reduce(0) { $0 + ($1.card?.encodedSize() ?? 0) } < OutboundQueue.maxTakeBytes + 61_000 })
+    #expect(parts.allSatisfy { $0.changes.reduce(0) { $0 + ($1.card?.encodedSize() ?? 0) } <= OutboundQueue.maxTakeBytes })
     // With the last part the client holds the whole snapshot: positioned at its offset, and
     // complete; the parts before it are neither.
     #expect(parts.map(\.isComplete) == [false, false, true] && parts[2].throughOffset == 50)
@@ -246,7 +247,7 @@ struct OutboundQueueTests {
     large.changes = Self.largeChanges(40)
     queue.append(catchUp: large)
     let parts = try Self.takeAll(from: &queue, limit: .max)
-    #expect(parts.map(\.changes.count) == [18, 18, 4] && parts.map(\.isComplete) == [false, false, true])
+    #expect(parts.map(\.changes.count) == [17, 17, 6] && parts.map(\.isComplete) == [false, false, true])
   }
 
   /// A change queued behind a snapshot in parts does not join its last part (which is
@@ -257,7 +258,7 @@ struct OutboundQueueTests {
     let first = try queue.take(limit: 512) { _ in 1 }.map(readOffTheWire)
     let rest = try queue.take(limit: 512) { _ in 1 }.map(readOffTheWire)
     #expect(first.count == 1 && first[0].isSnapshot && rest.count == 2)
-    #expect(rest[0].isComplete && rest[0].throughOffset == 30 && rest[0].changes.map(\.offset) == [19, 20])
+    #expect(rest[0].isComplete && rest[0].throughOffset == 30 && rest[0].changes.map(\.offset) == [18, 19, 20])
     #expect(!rest[1].isComplete && rest[1].changes.map(\.offset) == [31])
   }
 
