@@ -319,8 +319,8 @@ public struct OutboundQueue: Sendable {
         openUpdates.add(.change(change), of: topic, epoch: epoch, to: &updates)
         taken += 1
       case .run(let topic, let run, let range):
-        if taken > 0, bytes + run.encodedSize(of: range.lowerBound..<range.lowerBound + 1) > maxBytes { break taking }
         let (end, size) = run.slice(from: range.lowerBound, maxCount: min(range.count, limit - taken), maxBytes: maxBytes - bytes)
+        if taken > 0, size > maxBytes - bytes { break taking }  // not even its first change fits behind what the take holds
         if end == range.upperBound {
           removeFront()
         } else {
