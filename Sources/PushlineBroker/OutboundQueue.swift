@@ -262,9 +262,10 @@ public struct OutboundQueue: Sendable {
     compactIfSparse()
   }
 
-  /// Takes up to about `limit` changes, and at most `maxBytes` of cards, from the front
-  /// (at least one change or snapshot, however large: a budget the next card would pass ends
-  /// the take before it, so that a client's message limit holds), as one update per topic and run: a snapshot travels
+  /// Takes up to about `limit` changes, and at most `maxBytes` of cards, from the front (at
+  /// least one change or snapshot, however large: a card that would pass the budget ends the
+  /// take before it, so that a client's message limit holds), as one update per topic and
+  /// run: a snapshot travels
   /// alone; consecutive changes of a topic share an update. A run only partly taken leaves the
   /// rest at the front. `epoch(topic)` gives the epoch of changes; `throughOffset` is filled in
   /// by the caller, except for snapshots.
@@ -363,8 +364,8 @@ public struct OutboundQueue: Sendable {
     head += 1
   }
 
-  /// The card bytes a take gathers at most (unless its first card alone is larger), unless the
-  /// connection takes less: large cards (up to `Broker.maxCardSize`) fill an update long before
+  /// The card bytes a take gathers at most (more only when its first card alone is larger),
+  /// for a connection that takes at least twice as much: large cards (up to `Broker.maxCardSize`) fill an update long before
   /// ``take(limit:maxBytes:epoch:)``'s change limit, which would otherwise let one update
   /// outgrow the protocol's 4 MiB message limit.
   public static let maxTakeBytes = 1 << 20
