@@ -256,22 +256,14 @@ struct BrokerTests {
     let storage = CountingStorage()
     storage.holdCommits()
     let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
-    try await withThrowingTaskGroup(of: Void.self) { group in
-      group.addTask { _ = try await broker.publish("t", [card("a", 1)], key: "k1") }
-      while storage.heldCount < 1 { await Task.yield() }
-      // Answered at once when refused; had it joined the original, it would wait for the commit.
-      let answered = Mutex(false)
-      let retry = Task {
-        defer { answered.withLock { $0 = true } }
-        return try await broker.publish("t", [card("a", 2)], key: "k1")
-      }
-      while !answered.withLock({ $0 }), broker.intake.withLock({ $0.publishes.committing.first?.retries.isEmpty ?? true }) {
-        await Task.yield()
-      }
-      storage.release()
-      await expectStatus(.invalidArgument) { try await retry.value }
-      try await group.waitForAll()
-    }
+    let original = broker.enqueuePublish("t", [card("a", 1)], key: "k1")
+    await storage.waitUntilHeld()
+    // Answered at once when refused; had it joined the original, it would wait for the commit.
+    let retry = broker.enqueuePublish("t", [card("a", 2)], key: "k1")
+    #expect(retry.isAnswered)
+    storage.release()
+    await expectStatus(.invalidArgument) { try await retry.value }
+    #expect(try await original.value.firstOffset == 1)
     let snapshot = try broker.cards(in: "t", for: reader)
     #expect(try snapshot.changes.map { try $0.card?.decoded() } == [card("a", 1)] && snapshot.throughOffset == 1)
   }
@@ -385,15 +377,12 @@ struct BrokerTests {
     let storage = CountingStorage()
     storage.holdCommits()
     let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
-    let (original, retry) = try await withThrowingTaskGroup(of: (Bool, PublishResponse).self) { group in
-      group.addTask { (false, try await broker.publish("t", [card("a", 1)], key: "k1")) }
-      while storage.heldCount < 1 { await Task.yield() }
-      group.addTask { (true, try await broker.publish("t", [card("a", 1)], key: "k1")) }
-      while broker.intake.withLock({ $0.publishes.committing.first?.retries.count }) != 1 { await Task.yield() }
-      storage.release()
-      let answers = try await group.reduce(into: [Bool: PublishResponse]()) { $0[$1.0] = $1.1 }
-      return (answers[false]!, answers[true]!)
-    }
+    let first = broker.enqueuePublish("t", [card("a", 1)], key: "k1")
+    await storage.waitUntilHeld()
+    let second = broker.enqueuePublish("t", [card("a", 1)], key: "k1")
+    #expect(!second.isAnswered && broker.intake.withLock { $0.publishes.committing.first?.retries.count } == 1)
+    storage.release()
+    let (original, retry) = (try await first.value, try await second.value)
     #expect(original.replayed == nil && original.firstOffset == 1)
     #expect(retry.replayed == true && retry.firstOffset == 1 && retry.lastOffset == 1)
     #expect(broker.state.withLock { $0.topics["t"]!.topOffset } == 1)
@@ -409,17 +398,15 @@ struct BrokerTests {
     storage.holdCommits()
     let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
     let keysInFlight = { broker.intake.withLock { $0.publishes.keyCount } }
-    let answers = try await withThrowingTaskGroup(of: (String, PublishResponse).self) { group in
-      group.addTask { ("k0", try await broker.publish("t", [card("c0", 1)], key: "k0")) }
-      while storage.heldCount < 1 { await Task.yield() }
-      for index in 1...100 { group.addTask { ("k\(index)", try await broker.publish("t", [card("c\(index)", 1)], key: "k\(index)")) } }
-      while broker.intake.withLock({ $0.publishes.pending.count }) < 100 { await Task.yield() }
-      group.addTask { ("retry", try await broker.publish("t", [card("c50", 1)], key: "k50")) }
-      while !broker.intake.withLock({ $0.publishes.pending.contains { !$0.retries.isEmpty } }) { await Task.yield() }
-      #expect(keysInFlight() == 101)
-      storage.release()
-      return try await group.reduce(into: [String: PublishResponse]()) { $0[$1.0] = $1.1 }
-    }
+    let committing = broker.enqueuePublish("t", [card("c0", 1)], key: "k0")
+    await storage.waitUntilHeld()
+    let waiting = (1...100).map { broker.enqueuePublish("t", [card("c\($0)", 1)], key: "k\($0)") }
+    let retried = broker.enqueuePublish("t", [card("c50", 1)], key: "k50")
+    #expect(broker.intake.withLock { $0.publishes.pending.count == 100 && $0.publishes.pending.contains { !$0.retries.isEmpty } })
+    #expect(keysInFlight() == 101)
+    storage.release()
+    var answers = ["k0": try await committing.value, "retry": try await retried.value]
+    for (index, answer) in zip(1..., waiting) { answers["k\(index)"] = try await answer.value }
     #expect(answers["k50"]?.replayed == nil && answers["retry"]?.replayed == true)
     #expect(answers["retry"]?.firstOffset == answers["k50"]?.firstOffset && answers["retry"]?.epoch == answers["k50"]?.epoch)
     #expect(broker.state.withLock { $0.topics["t"]!.topOffset } == 101 && keysInFlight() == 0)
@@ -433,20 +420,19 @@ struct BrokerTests {
   /// While a commit is under way (held by the storage), 199 publishes queue; they share the
   /// next commit, no two publishes of a topic share an offset, and each topic's subscriber gets
   /// every change of the shared commit once, in offset order.
-  @Test func publishesArrivingDuringACommitShareTheNextOne() async throws {
+  @Test(.timeLimit(.minutes(1))) func publishesArrivingDuringACommitShareTheNextOne() async throws {
     let storage = CountingStorage()
     storage.holdCommits()
     let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
     let subscriptions = try (0..<4).map { try broker.subscribe("t\($0)") }
     for subscription in subscriptions { _ = try ready(subscription) }  // the empty snapshots
-    let responses = try await withThrowingTaskGroup(of: PublishResponse.self) { group in
-      group.addTask { try await broker.publish("t0", [card("c0", 1)]) }
-      while storage.heldCount < 1 { await Task.yield() }
-      for index in 1..<200 { group.addTask { try await broker.publish("t\(index % 4)", [card("c\(index)", 1)]) } }
-      while broker.intake.withLock({ $0.publishes.pending.count }) < 199 { await Task.yield() }
-      storage.release()
-      return try await group.reduce(into: []) { $0.append($1) }
-    }
+    var answers = [broker.enqueuePublish("t0", [card("c0", 1)])]
+    await storage.waitUntilHeld()
+    answers += (1..<200).map { broker.enqueuePublish("t\($0 % 4)", [card("c\($0)", 1)]) }
+    #expect(broker.intake.withLock { $0.publishes.pending.count } == 199)
+    storage.release()
+    var responses: [PublishResponse] = []
+    for answer in answers { responses.append(try await answer.value) }
     for topic in 0..<4 {
       let offsets = responses.filter { $0.epoch == broker.state.withLock { $0.topics["t\(topic)"]!.epoch } }.map(\.firstOffset)
       #expect(offsets.sorted() == Array(1...50))
@@ -617,19 +603,19 @@ struct BrokerTests {
 
   /// The tombstone prunes of a commit that failed go with the next publish's commit, to any
   /// topic: the floor of a topic that is not published to again still rises.
-  @Test func prunesOfAFailedCommitGoWithTheNextPublish() async throws {
+  @Test(.timeLimit(.minutes(1))) func prunesOfAFailedCommitGoWithTheNextPublish() async throws {
     let storage = CountingStorage()
     let broker = try await Broker(
       storage: storage, configuration: BrokerConfiguration(maxTombstonesPerTopic: 0, nowMillis: clock.function))
     let cards = (0..<17).map { card("c\($0)", 1) }
     try await broker.publish("t", cards)
     storage.holdCommits()
-    let removal = Task { try await broker.publish("t", [], removing: cards.map(\.cardID)) }
-    while storage.heldCount < 1 { await Task.yield() }
+    let removal = broker.enqueuePublish("t", [], removing: cards.map(\.cardID))
+    await storage.waitUntilHeld()
     // The removals commit; their prune, computed then, fails in the commit after.
     storage.failing.withLock { $0 = true }
     storage.release()
-    while storage.failures.withLock({ $0 }) < 1 { await Task.yield() }
+    await storage.waitUntilFailed(1)
     storage.failing.withLock { $0 = false }
     #expect(try await removal.value.lastOffset == 34)
     #expect(broker.state.withLock { $0.topics["t"]!.floorOffset } == 0)
@@ -652,7 +638,7 @@ struct BrokerTests {
     for minute in 1...5 {
       clock.advance(by: .seconds(60))
       broker.tick()  // at 90 s a's prune; from 150 s on a's and b's
-      while storage.failures.withLock({ $0 }) < minute { await Task.yield() }
+      await storage.waitUntilFailed(minute)
     }
     #expect(broker.intake.withLock { $0.failedPrunes.count } == 1)
     storage.failing.withLock { $0 = false }

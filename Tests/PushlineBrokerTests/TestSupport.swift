@@ -125,6 +125,21 @@ extension Broker {
       for: publisher)
   }
 
+  /// Publishes as ``publish(_:_:removing:key:)`` does, but hands the request to the broker
+  /// before returning: when this returns, the broker has answered it (a refusal, a replay) or
+  /// holds it (joined to its original, or waiting for a commit), so that a test orders
+  /// publishes without waiting for tasks to reach the broker.
+  func enqueuePublish(_ topic: String, _ upserts: [TrackerCard], removing removals: [String] = [], key: String? = nil)
+    -> PublishAnswer
+  {
+    let answer = PublishAnswer()
+    let request = PublishRequest(
+      topic: topic, changes: upserts.map { CardChange(upserting: $0) } + removals.map { CardChange(removing: $0) },
+      idempotencyKey: key)
+    publish(EncodedPublishRequest(encoding: request), for: publisher, completion: Answered(answer.complete))
+    return answer
+  }
+
   /// Subscribes the test reader to `topic` from `position`.
   func subscribe(_ topic: String, epoch: Int64? = nil, offset: Int64? = nil) throws -> Subscription {
     try subscribe(SubscribeRequest(topics: [TopicPosition(topic: topic, epoch: epoch, offset: offset)]), for: reader)
