@@ -65,8 +65,10 @@ public final class ConnectionManager: Sendable {
     return stream
   }
 
-  /// Runs until the task is cancelled or the broker refuses the client for good.
+  /// Runs until the task is cancelled or the broker refuses the client for good. A manager
+  /// with no services has nothing to keep connected: it stops at once, without connecting.
   public func run() async {
+    guard !services.isEmpty else { return update(.stopped(reason: "no services to keep connected")) }
     var failures = 0  // since the last live session: the backoff's exponent
     var attempts = 0  // connection attempts since the last live session, for people
     while !Task.isCancelled {

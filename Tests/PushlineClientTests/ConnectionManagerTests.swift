@@ -168,6 +168,15 @@ struct ConnectionManagerTests {
     return Run(tracker: tracker, manager: manager, sleeps: sleeps.withLock { $0 }, phases: phases)
   }
 
+  /// With no services there is nothing to subscribe, so no session could ever go live: the
+  /// manager stops at once rather than connecting and backing off for ever.
+  @Test func aManagerWithoutServicesStopsWithoutConnecting() async throws {
+    let connector = ScriptedConnector([.serve(snapshot: nil, updates: [], then: RPCError(code: .unavailable, message: "gone"))])
+    let outcome = try await run(connector, topics: [])
+    #expect(outcome.phases.last == .stopped(reason: "no services to keep connected"))
+    #expect(outcome.sleeps.isEmpty && !connector.isOver)
+  }
+
   @Test func aSessionWhoseHandshakeIsRefusedIsNeverLiveAndKeepsBackingOff() async throws {
     let refused = RPCError(code: .unavailable, message: "refused")
     let connector = ScriptedConnector([.refuseHandshake(refused), .refuseHandshake(refused), .refuseHandshake(refused)])
