@@ -357,7 +357,7 @@ public final class TrackerDataManager: Sendable {
           topic: cached.topic, card: cached.card, kind: kind,
           text: plugins[kind]!.browseText(cached.card, privacy: state.privacy),
           lastUpdatedAt: cached.card.lastUpdatedAt ?? cached.receivedAtMillis / 1000, staleness: outage ?? offlineStale,
-          verifiedAtMillis: verified[cached.topic] ?? nil)
+          verifiedAtMillis: (verified[cached.topic] ?? nil).map { Self.brokerMillis($0, skew: -state.skewMillis) })
       }.sorted(by: Self.ranksBefore)
       let browse = items.filter { ($0.card.cardType ?? .browse) == .browse }
       let forced = state.forced.flatMap { forced in browse.first { $0.topic == forced.topic && $0.cardID == forced.cardID } }

@@ -13,7 +13,10 @@ public struct TrackerItem: Hashable, Sendable {
   public var lastUpdatedAt: Int64
   /// Why the card may be out of date; `nil` while it is current.
   public var staleness: Staleness?
-  /// When the broker last vouched for the card's topic, in Unix milliseconds.
+  /// When the broker last vouched for the card's topic, in Unix milliseconds by the client's
+  /// clock (the broker's time less the clock correction), as every other time the tracker
+  /// shows: a broker an hour behind does not make a card checked a second ago read as checked
+  /// an hour ago.
   public var verifiedAtMillis: Int64?
 
   /// The card's id.

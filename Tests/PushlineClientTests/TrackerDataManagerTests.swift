@@ -52,6 +52,20 @@ struct TrackerDataManagerTests {
     #expect(tracker.modes.browse.isEmpty)
   }
 
+  /// "Verified at" is told by the client's clock, as the tracker's other times are: the
+  /// broker's watermark time, an hour behind the client's clock, less the correction.
+  @Test func verifiedAtIsByTheClientsClock() throws {
+    let tracker = try tracker()
+    var snapshot = update("earnings", from: 1, [card("a", priority: 1)], snapshot: true)
+    snapshot.serverTimeMillis = clock.now - 3_600_000
+    tracker.apply([snapshot])
+    clock.advance(by: .seconds(5))
+    var watermark = update("earnings", from: 2, [])
+    (watermark.serverTimeMillis, watermark.complete) = (clock.now - 3_600_000, true)
+    tracker.apply([watermark])
+    #expect(tracker.modes.browse.map(\.verifiedAtMillis) == [clock.now])
+  }
+
   /// The correction survives a restart: a client restarted during an outage, before any
   /// handshake, still expires a card by the broker's clock, 100 s ahead of its own.
   @Test func theClockCorrectionSurvivesARestart() throws {
