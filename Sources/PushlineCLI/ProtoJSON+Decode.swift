@@ -122,9 +122,42 @@ extension ProtoJSON {
     return exact
   }
 
+  /// The bytes of proto3 JSON's base64: the standard or the URL-safe alphabet, padded or not.
+  /// Decoded here rather than by Foundation, which on Linux takes padding in the middle
+  /// (`"AQ=B"`) and returns bytes no encoder wrote: padding may only end the text, making it a
+  /// whole number of 4-character groups, and the alphabets may not be mixed within a text.
   private static func base64(_ text: String) -> [UInt8]? {
-    var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-    if standard.count % 4 != 0 { standard += String(repeating: "=", count: 4 - standard.count % 4) }
-    return Data(base64Encoded: standard).map { [UInt8]($0) }
+    var digits = Array(text.utf8)
+    let padding = digits.reversed().prefix { $0 == UInt8(ascii: "=") }.count
+    guard padding <= 2, padding == 0 || digits.count % 4 == 0 else { return nil }
+    digits.removeLast(padding)
+    guard digits.count % 4 != 1 else { return nil }  // one digit is 6 bits: no whole byte
+    let urlSafe = digits.contains { $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(digits.count * 3 / 4)
+    var bits: UInt32 = 0
+    var bitCount = 0
+    for digit in digits {
+      guard let value = base64Value(digit, urlSafe: urlSafe) else { return nil }
+      bits = bits << 6 | UInt32(value)
+      bitCount += 6
+      if bitCount >= 8 {
+        bitCount -= 8
+        bytes.append(UInt8(truncatingIfNeeded: bits >> UInt32(bitCount)))
+      }
+    }
+    return bytes
+  }
+
+  /// The 6 bits a base64 digit stands for, in the standard alphabet or the URL-safe one.
+  private static func base64Value(_ digit: UInt8, urlSafe: Bool) -> UInt8? {
+    switch digit {
+    case UInt8(ascii: "A")...UInt8(ascii: "Z"): digit - UInt8(ascii: "A")
+    case UInt8(ascii: "a")...UInt8(ascii: "z"): digit - UInt8(ascii: "a") + 26
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0") + 52
+    case UInt8(ascii: "+") where !urlSafe, UInt8(ascii: "-") where urlSafe: 62
+    case UInt8(ascii: "/") where !urlSafe, UInt8(ascii: "_") where urlSafe: 63
+    default: nil
+    }
   }
 }
