@@ -23,17 +23,20 @@ enum UTF8Check {
     return true
   }
 
-  /// Whether `bytes` are valid UTF-8, without building a string: ASCII at once, otherwise
-  /// scalar by scalar (overlong forms, surrogates and values past U+10FFFF are invalid).
-  static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
-    if isASCII(bytes) { return true }
+  /// Where in `bytes` the first sequence that is not UTF-8 begins (overlong forms, surrogates,
+  /// values past U+10FFFF, a sequence cut short), without building a string; `nil` when they
+  /// are valid. ASCII is checked first, at once.
+  @usableFromInline
+  static func invalidOffset(_ bytes: UnsafeRawBufferPointer) -> Int? {
+    if isASCII(bytes) { return nil }
     var iterator = bytes.makeIterator()
     var parser = Unicode.UTF8.ForwardParser()
+    var offset = 0
     while true {
       switch parser.parseScalar(from: &iterator) {
-      case .valid: continue
-      case .emptyInput: return true
-      case .error: return false
+      case .valid(let scalar): offset += scalar.count
+      case .emptyInput: return nil
+      case .error: return offset
       }
     }
   }

@@ -174,7 +174,6 @@ public struct WireReader: ~Copyable {
   /// Reads a string field, rejecting bytes that are not valid UTF-8.
   @inlinable
   public mutating func readString() throws(WireDecodingError) -> String {
-    let start = position
     let length = try readLength()
     let bytes = UnsafeRawBufferPointer(start: base + position, count: length)
     let string = String(decoding: bytes, as: UTF8.self)
@@ -182,7 +181,7 @@ public struct WireReader: ~Copyable {
     // always changes the bytes, so valid input is exactly input that came back unchanged.
     // Both checks together cost a fraction of String(validating:as:) on short strings.
     guard UTF8Check.isASCII(bytes) || UTF8Check.isSame(string, bytes) else {
-      throw WireDecodingError(.invalidUTF8, at: start)
+      throw WireDecodingError(.invalidUTF8, at: position &+ (UTF8Check.invalidOffset(bytes) ?? 0))
     }
     position &+= length
     return string
@@ -235,10 +234,9 @@ public struct WireReader: ~Copyable {
   /// Skips a string field, checking that it is UTF-8 as ``readString()`` does, without
   /// building the string.
   public mutating func skipString() throws(WireDecodingError) {
-    let start = position
     let length = try readLength()
-    guard UTF8Check.isValid(UnsafeRawBufferPointer(start: base + position, count: length)) else {
-      throw WireDecodingError(.invalidUTF8, at: start)
+    if let invalid = UTF8Check.invalidOffset(UnsafeRawBufferPointer(start: base + position, count: length)) {
+      throw WireDecodingError(.invalidUTF8, at: position &+ invalid)
     }
     position &+= length
   }

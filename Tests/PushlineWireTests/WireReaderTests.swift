@@ -45,6 +45,14 @@ struct WireReaderTests {
     }
   }
 
+  /// A string that is not UTF-8 is named at its first bad sequence, read or skipped: "aé"
+  /// then 0xC3 0x28 (a lead byte whose continuation is missing) at offset 4.
+  @Test func badUTF8IsNamedAtItsFirstBadSequence() {
+    let bytes: [UInt8] = [0x05, 0x61, 0xC3, 0xA9, 0xC3, 0x28]
+    #expect(throws: WireDecodingError(.invalidUTF8, at: 4)) { try read(bytes) { try $0.readString() } }
+    #expect(throws: WireDecodingError(.invalidUTF8, at: 4)) { try read(bytes) { try $0.skipString() } }
+  }
+
   @Test func skippingKeepsTheWholeUnknownFieldVerbatim() throws {
     let group: [UInt8] = [0x0B, 0x10, 0x01, 0x1A, 0x01, 0x61, 0x0C]  // 1: group { 2: 1, 3: "a" }
     let unknown = try read(group + [0x20]) { reader in
