@@ -18,8 +18,15 @@ struct DumpCommand: AsyncParsableCommand {
   @Flag(help: "Print protobuf's canonical JSON mapping instead of the text form.")
   var json = false
 
-  @Option(help: "The bytes as hex on the command line (white space and ':' ignored).")
-  var hex: String?
+  @Option(
+    help: "The bytes as hex on the command line (white space, ':' and a 0x prefix ignored).",
+    transform: { text in
+      guard let bytes = Hex.decode(text) else {
+        throw ValidationError("expected hex digits (0-9, a-f), two to a byte")
+      }
+      return bytes
+    })
+  var hex: [UInt8]?
 
   @Argument(help: "A file holding the bytes; '-' or none reads standard input.")
   var file: String?
@@ -29,13 +36,7 @@ struct DumpCommand: AsyncParsableCommand {
   }
 
   func run() async throws {
-    let bytes: [UInt8]
-    if let hex {
-      guard let decoded = Hex.decode(hex) else { throw ValidationError("--hex is not an even number of hex digits") }
-      bytes = decoded
-    } else {
-      bytes = try InputSource.read(path: file)
-    }
+    let bytes = try hex ?? InputSource.read(path: file)
     print(try Self.render(bytes, as: type.messageType, json: json), terminator: "")
   }
 

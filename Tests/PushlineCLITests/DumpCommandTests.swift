@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import PushlineSchema
 import PushlineWire
@@ -52,6 +53,14 @@ struct DumpCommandTests {
     let hex = try #require(readme.firstMatch(of: /pushline dump --type pushline\.tracker\.TrackerCard --hex ([0-9a-f]+)/)?.1)
     let bytes = try #require(Hex.decode(String(hex)))
     #expect(try DumpCommand.render(bytes, as: TrackerCard.self, json: false) == "cardID: \"a\"\npriority: 1.0\nisValid: true\n")
+  }
+
+  /// `--hex` that is not hex is refused as a usage error of `dump` saying what hex it takes —
+  /// two characters that are not digits are no "odd number of digits".
+  @Test(arguments: ["zz", "abc", "0a 0g"]) func hexThatIsNotHexIsAUsageError(text: String) {
+    let error = #expect(throws: (any Error).self) { try DumpCommand.parse(["--type", "pushline.tracker.TrackerCard", "--hex", text]) }
+    #expect(DumpCommand.message(for: error!).contains("expected hex digits (0-9, a-f), two to a byte"))
+    #expect(DumpCommand.exitCode(for: error!) == .validationFailure)
   }
 
   @Test func jsonFormIsProtobufsCanonicalMapping() throws {
