@@ -10,8 +10,9 @@ import ServiceLifecycle
 /// Cancelled before its graceful shutdown (SIGQUIT in `serve`), or during it (the group's
 /// `maximumGracefulShutdownDuration` passed) while connections are still open, ``run()``
 /// throws `CancellationError` once the broker has stopped: calls were cut short, and the
-/// group, then `serve`, must fail rather than end as if the shutdown were graceful. A shutdown
-/// that let its last connection go just as the deadline passed cut nothing short, and returns.
+/// group, then `serve`, must fail rather than end as if the shutdown were graceful. Cancelled
+/// with no connection open (SIGQUIT to an idle broker), or as the last one went just when the
+/// deadline passed, it cut nothing short, and returns.
 /// (A service that throws during the group's graceful shutdown makes the group cancel the
 /// others and rethrow its error.)
 struct BrokerHostService: Service {
@@ -24,8 +25,9 @@ struct BrokerHostService: Service {
   func run() async throws {
     try await brokerHost.run { running in
       onServing(running.address)
-      // Throws on cancellation, which makes `BrokerHost.run` stop without the grace period.
-      try await gracefulShutdown()
+      // Cancelled (SIGQUIT) rather than shut down gracefully: the server, still cancelled,
+      // stops at once, and throws only when that closed connections still open.
+      guard (try? await gracefulShutdown()) != nil else { return }
       onStopping()
     }
   }

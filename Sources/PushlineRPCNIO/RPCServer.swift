@@ -99,9 +99,10 @@ public struct RPCServer: Sendable {
   /// cancelled.
   ///
   /// If `body` throws, the server stops at once, without the grace period, and rethrows its
-  /// error. If the task is cancelled while `body` runs or during the shutdown, the server
-  /// closes every connection still open at once and throws `CancellationError` when that cut
-  /// any short; a shutdown that had already let every connection go returns as a graceful one.
+  /// error. If the task is cancelled while `body` runs (and `body` returns) or during the
+  /// shutdown, the server closes every connection still open at once, with no GOAWAY still to
+  /// go, and throws `CancellationError` when that cut any short; a server that had no
+  /// connection left to close returns as from a graceful shutdown.
   public func withRunningServer<Result: Sendable>(_ body: (SocketAddress) async throws -> Result) async throws -> Result {
     let connections = ConnectionRegistry(metrics: configuration.metrics)
     let listener = try await bind(registeringIn: connections)
@@ -116,9 +117,13 @@ public struct RPCServer: Sendable {
       throw error
     }
     try? await listener.close()
-    configuration.logger.info(
-      "shutting down: a GOAWAY to each connection", metadata: ["lameDuckPeriod": "\(configuration.lameDuckPeriod)"])
-    connections.shutDown(spreadOver: configuration.lameDuckPeriod, reconnectSpread: configuration.reconnectSpread)
+    // Cancelled while `body` ran, which returned all the same: no GOAWAYs, every connection
+    // closes at once (below, as the cancellation handler runs straight away).
+    if !Task.isCancelled {
+      configuration.logger.info(
+        "shutting down: a GOAWAY to each connection", metadata: ["lameDuckPeriod": "\(configuration.lameDuckPeriod)"])
+      connections.shutDown(spreadOver: configuration.lameDuckPeriod, reconnectSpread: configuration.reconnectSpread)
+    }
     let cutShort = Atomic(false)
     await withTaskCancellationHandler {
       await connections.waitUntilEmpty()

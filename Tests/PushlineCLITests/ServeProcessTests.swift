@@ -127,6 +127,20 @@ struct ServeProcessTests {
     #expect(exit.reason == .exit && exit.status != 0)
   }
 
+  /// SIGQUIT to a broker with no connection open cuts nothing short: it stops at once (no
+  /// "stopping", no lame-duck period) and exits 0, as README says.
+  @Test func sigquitWithNoConnectionOpenExitsZero() async throws {
+    var served = try await Self.serve(
+      ["--port", "0", "--storage", "memory", "--lame-duck-period", "60"], environment: ["PUSHLINE_TOKEN_SECRET": Self.secret])
+    defer { served.end() }
+    _ = kill(served.process.processIdentifier, SIGQUIT)
+    var rest: [String] = []
+    while let line = await served.lines.next() { rest.append(line) }
+    let exit = try #require(await served.exits.next())
+    #expect(rest.isEmpty)
+    #expect(exit.reason == .exit && exit.status == 0)
+  }
+
   /// Subscribes to a topic on the broker at `port`, waits for the first update (the call is
   /// live), runs `action`, and reads the stream to its end; returns the status it ended with,
   /// `nil` for OK.
