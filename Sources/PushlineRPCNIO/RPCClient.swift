@@ -50,7 +50,7 @@ public enum RPCClient {
     let connection: RPCConnection
     do {
       connection = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-        .channelOption(.socketOption(.tcp_nodelay), value: 1)
+        .channelOption(.tcpOption(.tcp_nodelay), value: 1)
         .channelOption(.maxMessagesPerRead, value: ConnectionReads.maxMessagesPerRead)
         .channelOption(.recvAllocator, value: ConnectionReads.receiveBuffers)
         .connect(host: host, port: port) { channel in

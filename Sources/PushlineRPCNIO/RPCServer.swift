@@ -150,7 +150,7 @@ public struct RPCServer: Sendable {
     return try await ServerBootstrap(group: group)
       .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
       .serverChannelOption(.backlog, value: 256)
-      .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+      .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
       // A peer's end of file is an event, not a close: the calls it sent before it are answered.
       .childChannelOption(.allowRemoteHalfClosure, value: true)
       .childChannelOption(.maxMessagesPerRead, value: ConnectionReads.maxMessagesPerRead)

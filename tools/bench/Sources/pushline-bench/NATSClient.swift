@@ -14,7 +14,7 @@ enum NATSClient {
   static func subscribe(port: Int, subject: String?, progress: SubscriberProgress, on eventLoop: any EventLoop) -> EventLoopFuture<any Channel> {
     let subscribed = eventLoop.makePromise(of: Void.self)
     let connected = ClientBootstrap(group: eventLoop)
-      .channelOption(.socketOption(.tcp_nodelay), value: 1)
+      .channelOption(.tcpOption(.tcp_nodelay), value: 1)
       .connectTimeout(.seconds(20))
       .channelInitializer { channel in
         channel.eventLoop.makeCompletedFuture {
@@ -33,7 +33,7 @@ enum NATSClient {
   static func publish(port: Int, plan: PublishPlan, on eventLoop: any EventLoop) -> EventLoopFuture<PublishResult> {
     let done = eventLoop.makePromise(of: PublishResult.self)
     let connected = ClientBootstrap(group: eventLoop)
-      .channelOption(.socketOption(.tcp_nodelay), value: 1)
+      .channelOption(.tcpOption(.tcp_nodelay), value: 1)
       .connectTimeout(.seconds(20))
       .channelInitializer { channel in
         channel.eventLoop.makeCompletedFuture {

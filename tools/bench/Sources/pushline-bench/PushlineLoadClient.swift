@@ -32,7 +32,7 @@ enum PushlineLoadClient {
     let request = topics.isEmpty ? nil : SubscribeRequest(topics: topics).serializedBytes()
     let configuration = configuration(token: token)
     let connected = ClientBootstrap(group: eventLoop)
-      .channelOption(.socketOption(.tcp_nodelay), value: 1)
+      .channelOption(.tcpOption(.tcp_nodelay), value: 1)
       .connectTimeout(.seconds(20))
       .channelInitializer { channel in
         channel.eventLoop.makeCompletedFuture {
@@ -55,7 +55,7 @@ enum PushlineLoadClient {
     let done = eventLoop.makePromise(of: PublishResult.self)
     let configuration = configuration(token: token)
     let connected = ClientBootstrap(group: eventLoop)
-      .channelOption(.socketOption(.tcp_nodelay), value: 1)
+      .channelOption(.tcpOption(.tcp_nodelay), value: 1)
       .connectTimeout(.seconds(20))
       .channelInitializer { channel in
         channel.eventLoop.makeCompletedFuture {
