@@ -71,15 +71,78 @@ struct MetricsEndpointTests {
     #expect(post.status == "HTTP/1.1 404 Not Found")
   }
 
+  /// A scraper's query means nothing here, and `HEAD` gets `GET`'s head without the body.
+  @Test func aQueryIsIgnoredAndHeadGetsTheHeadAlone() async throws {
+    let registry = PrometheusCollectorRegistry()
+    registry.makeCounter(descriptor: .init(namespace: "pushline", metricName: "test", unitName: "total", helpText: "")).increment()
+    let endpoint = try await MetricsEndpoint.bind(host: "127.0.0.1", port: 0, registry: registry)
+    let port = try #require(endpoint.localAddress?.port)
+    let queried = try await Self.get("/metrics?x=1", port: port)
+    let head = try await Self.get("/metrics", method: "HEAD", port: port)
+    try await endpoint.close()
+    #expect(queried.status == "HTTP/1.1 200 OK" && Self.samples(in: queried.body)["pushline_test_total"] == 1)
+    #expect(head.status == "HTTP/1.1 200 OK" && head.body.isEmpty)
+  }
+
+  /// The port shares the broker's descriptors: a connection that sends nothing is closed once
+  /// idle for the timeout, one that sends what is not HTTP gets 400 and is closed, and one past
+  /// the limit is closed as soon as it is accepted, while the one within it is served.
+  @Test(.timeLimit(.minutes(1))) func connectionsAreFewAndShortLived() async throws {
+    let endpoint = try await MetricsEndpoint.bind(
+      host: "127.0.0.1", port: 0, registry: PrometheusCollectorRegistry(), limits: .init(maxConnections: 1, idleTimeout: .seconds(60)))
+    let port = try #require(endpoint.localAddress?.port)
+    // Of two connections that send nothing, the one accepted second is closed at once; the
+    // other is answered once it asks (the endpoint closes it after its response).
+    let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+    let connections = [try await bootstrap.connect(host: "127.0.0.1", port: port).get(), try await bootstrap.connect(host: "127.0.0.1", port: port).get()]
+    let (closed, reportClosed) = AsyncStream.makeStream(of: Int.self)
+    for (index, connection) in connections.enumerated() { connection.closeFuture.whenComplete { _ in reportClosed.yield(index) } }
+    var closings = closed.makeAsyncIterator()
+    let refused = try #require(await closings.next())
+    try await connections[1 - refused].writeAndFlush(ByteBuffer(string: Self.request("GET", "/metrics")))
+    #expect(await closings.next() == 1 - refused)
+    try await endpoint.close()
+
+    let idle = try await MetricsEndpoint.bind(
+      host: "127.0.0.1", port: 0, registry: PrometheusCollectorRegistry(), limits: .init(idleTimeout: .milliseconds(100)))
+    let idlePort = try #require(idle.localAddress?.port)
+    #expect(try await Self.readToTheEnd(try await Self.connect(port: idlePort)).isEmpty)
+    let garbage = try await Self.connect(port: idlePort)
+    let answer = try await garbage.executeThenClose { inbound, outbound in
+      try await outbound.write(ByteBuffer(string: "\u{0}\u{1}not http at all\r\n\r\n"))
+      var response = ByteBuffer()
+      for try await var part in inbound { response.writeBuffer(&part) }
+      return String(buffer: response)
+    }
+    try await idle.close()
+    #expect(answer.hasPrefix("HTTP/1.1 400 Bad Request"))
+  }
+
+  static func request(_ method: String, _ path: String) -> String {
+    "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"
+  }
+
+  static func connect(port: Int) async throws -> NIOAsyncChannel<ByteBuffer, ByteBuffer> {
+    try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port) { channel in
+      channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
+    }
+  }
+
+  /// What `channel` receives until the endpoint closes it, sending nothing.
+  static func readToTheEnd(_ channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async throws -> String {
+    try await channel.executeThenClose { inbound, _ in
+      var response = ByteBuffer()
+      for try await var part in inbound { response.writeBuffer(&part) }
+      return String(buffer: response)
+    }
+  }
+
   /// Sends one hand-written HTTP/1.1 request to `port` on loopback and reads the response to
   /// the end of the connection, which the endpoint closes after answering.
   static func get(_ path: String, method: String = "GET", port: Int) async throws -> (status: String, body: String) {
-    let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port) {
-      channel in
-      channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
-    }
+    let channel = try await connect(port: port)
     let response = try await channel.executeThenClose { inbound, outbound in
-      try await outbound.write(ByteBuffer(string: "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"))
+      try await outbound.write(ByteBuffer(string: request(method, path)))
       var response = ByteBuffer()
       for try await var part in inbound { response.writeBuffer(&part) }
       return String(buffer: response)
