@@ -24,9 +24,7 @@ struct EncodeCommand: AsyncParsableCommand {
   var file: String?
 
   func run() async throws {
-    let input = try InputSource.read(path: file)
-    guard let text = String(validating: input, as: UTF8.self) else { throw CommandFailure("input is not UTF-8") }
-    let bytes = try Self.encode(json: text, as: type.messageType)
+    let bytes = try Self.encode(json: try InputSource.readText(path: file), as: type.messageType)
     let data = hex ? Data((Hex.encode(bytes) + "\n").utf8) : Data(bytes)
     if let output {
       guard FileManager.default.createFile(atPath: output, contents: data) else {

@@ -48,8 +48,8 @@ struct PublishCommand: AsyncParsableCommand {
 
   func run() async throws {
     let server = ServerAddress(address)!
-    let text = String(decoding: try InputSource.read(path: file), as: UTF8.self)
-    let source = file.flatMap { $0 == "-" ? nil : $0 } ?? "standard input"
+    let text = try InputSource.readText(path: file)
+    let source = InputSource.name(of: file)
     let cards: [TrackerCard]
     do {
       cards = try CardInput.cards(in: text)

@@ -1,6 +1,7 @@
-/// Checks that string bytes were valid UTF-8 without paying for a second full validation.
-@usableFromInline
-enum UTF8Check {
+/// Checks that string bytes are valid UTF-8 without paying for a second full validation, and
+/// says where they are not: the decoder's errors, and tools naming a bad byte in their input,
+/// point at the same place.
+public enum UTF8Check {
   /// Whether every byte is below 0x80, eight bytes at a time (the last eight overlapping).
   @inlinable
   static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -26,8 +27,7 @@ enum UTF8Check {
   /// Where in `bytes` the first sequence that is not UTF-8 begins (overlong forms, surrogates,
   /// values past U+10FFFF, a sequence cut short), without building a string; `nil` when they
   /// are valid. ASCII is checked first, at once.
-  @usableFromInline
-  static func invalidOffset(_ bytes: UnsafeRawBufferPointer) -> Int? {
+  public static func invalidOffset(_ bytes: UnsafeRawBufferPointer) -> Int? {
     if isASCII(bytes) { return nil }
     var iterator = bytes.makeIterator()
     var parser = Unicode.UTF8.ForwardParser()
