@@ -109,9 +109,14 @@ extension ServeSettings {
     try check()
   }
 
-  /// Throws a ``CommandFailure`` naming the first setting out of its range. Durations are at
+  /// Throws a ``CommandFailure`` naming the first setting out of its range or empty. Durations are at
   /// most a year (``SecondsLimit``); counts and rates have no upper bound.
   private func check() throws(CommandFailure) {
+    // An empty path would put the broker's files in the working directory, an empty host
+    // fail only at the bind: neither is what anyone meant.
+    for (key, value) in [("host", host), ("metricsHost", metricsHost), ("dataDir", dataDir)] where value.isEmpty {
+      throw CommandFailure("\(key) must not be empty")
+    }
     for (key, value) in [("port", port), ("metricsPort", metricsPort ?? 0)] where !(0...65_535).contains(value) {
       throw CommandFailure("\(key) must be 0…65535, not \(value)")
     }
