@@ -69,8 +69,14 @@ struct PublishCommand: AsyncParsableCommand {
 
   /// The changes of a publish: `cards` upserted, then `removals` removed.
   ///
-  /// - Throws: `CommandFailure` when a removal names a card already in the publish.
+  /// - Throws: `CommandFailure` when a removal names a card already in the publish, or a card
+  ///   is larger than the broker takes (``Broker/maxCardSize``): refused before anything is
+  ///   sent, rather than after the batches before it were published.
   static func changes(upserting cards: [TrackerCard], removing removals: [String]) throws -> [CardChange] {
+    if let large = cards.first(where: { $0.encodedSize() > Broker.maxCardSize }) {
+      throw CommandFailure(
+        "card \"\(large.cardID)\" is \(large.encodedSize()) bytes, over the broker's limit of \(Broker.maxCardSize) a card; nothing was published")
+    }
     var named = Set(cards.map(\.cardID))
     for id in removals where !named.insert(id).inserted {
       throw CommandFailure("--remove \(id): the card is already in this publish, which changes each card at most once")

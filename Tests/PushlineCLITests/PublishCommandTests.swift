@@ -118,6 +118,17 @@ struct PublishCommandTests {
     #expect(throws: CommandFailure.self) { try PublishCommand.changes(upserting: [], removing: ["b", "b"]) }
   }
 
+  /// A card the broker would refuse is refused before anything is sent: published in batches,
+  /// the ones before it would be applied first.
+  @Test func aCardOverTheBrokersLimitIsRefusedBeforeAnythingIsSent() throws {
+    var large = CardInputTests.card("large")
+    var outage = OutageState()
+    outage.message = String(repeating: "x", count: Broker.maxCardSize)
+    large.outageState = outage
+    let error = #expect(throws: CommandFailure.self) { try PublishCommand.changes(upserting: [CardInputTests.card("a"), large], removing: []) }
+    #expect(error?.description == "card \"large\" is \(large.encodedSize()) bytes, over the broker's limit of 65536 a card; nothing was published")
+  }
+
   /// More cards than one publish may carry go as two publishes, each acknowledged with its
   /// offsets, and all of them reach the topic; run again with the same key, both are replays.
   @Test func moreThanOnePublishCarriesGoesInBatchesToARealBroker() async throws {
