@@ -14,8 +14,9 @@ import PushlineWire
 ///   the peer answers (client keepalive). It looks every half interval and pings when nothing
 ///   was written since it last looked, so a quiet connection's first PING goes out at most one
 ///   interval after its last write, and the next ones one interval apart: the peer never waits
-///   longer than an interval to hear from it. A `PeerKeepaliveInterval` event shortens the
-///   interval while the connection runs (the client keeps to the server's announced one).
+///   longer than an interval to hear from it. A `PeerKeepaliveInterval` event brings the
+///   interval within the peer's announced one and half of it while the connection runs (the
+///   client keeps to the server's).
 ///
 /// It checks on the event loop's own clock (so tests drive it with
 /// `EmbeddedEventLoop.advanceTime`), rather than rescheduling a timer on every read or write:
@@ -76,7 +77,7 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
     guard let announced = event as? PeerKeepaliveInterval else {
       return context.triggerUserOutboundEvent(event, promise: promise)
     }
-    shortenPingInterval(to: announced.interval, context: context)
+    keepToPeer(announced.interval, context: context)
     promise?.succeed(())
   }
 
@@ -95,8 +96,12 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
   /// Pings at least every `interval` from now on; a handler that does not ping, or pings more
   /// often already, is unchanged. The new interval counts from now: the next check is half of
   /// it away, and pings unless something is written before it.
-  private func shortenPingInterval(to interval: TimeAmount, context: ChannelHandlerContext) {
-    guard let pingInterval, interval < pingInterval else { return }
+  /// Pings at most `announced` apart, and at least half of it: the peer counts PINGs closer
+  /// than that against its ping budget, and a quiet connection pinging so often is cut off.
+  private func keepToPeer(_ announced: TimeAmount, context: ChannelHandlerContext) {
+    guard let pingInterval else { return }
+    let interval = min(max(pingInterval, TimeAmount.nanoseconds(announced.nanoseconds / 2)), announced)
+    guard interval != pingInterval else { return }
     self.pingInterval = interval
     guard let pending = pingCheck else { return }  // not started yet, or stopped for good
     pending.cancel()
@@ -168,8 +173,9 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
 
 extension IdleConnectionHandler {
   /// An outbound user event: the peer expects to hear from this side at least every
-  /// `interval`. A pinging handler keeps to the shorter of it and its own interval from then
-  /// on; a longer one changes nothing, and a handler that does not ping ignores it.
+  /// `interval`, and counts PINGs less than half of it apart against its ping budget. A
+  /// pinging handler keeps its own interval when it lies between the two, and the nearer
+  /// bound otherwise; a handler that does not ping ignores it.
   struct PeerKeepaliveInterval: Sendable {
     var interval: TimeAmount
   }

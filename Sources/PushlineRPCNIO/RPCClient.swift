@@ -17,9 +17,9 @@ public enum RPCClient {
     /// at most this long after its last write. Once the handshake is done, a server that
     /// announces a shorter keepalive interval in its `ServerHello` is kept to instead — but not
     /// below 1 s: a server announcing less is pinged every second, so that it cannot make the
-    /// client flood it. An interval under half the server's announced one makes a quiet
-    /// connection's PINGs count against the server's ping budget (docs/PROTOCOL.md 2.5): ten
-    /// in a row with no call activity and the server closes the connection.
+    /// client flood it. An interval under half the server's announced one is raised to half of
+    /// it: PINGs closer than that count against the server's ping budget (docs/PROTOCOL.md 2.5),
+    /// and ten in a row with no call activity would have the server close the connection.
     public var interval: Duration
     /// Declare the server dead (GOAWAY, close, calls end UNAVAILABLE) when nothing has been
     /// received for this long (up to twice as long; see `IdleConnectionHandler`). Pings are

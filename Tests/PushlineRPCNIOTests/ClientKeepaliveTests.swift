@@ -70,12 +70,23 @@ struct ClientKeepaliveTests {
     _ = try channel.finish()
   }
 
-  /// A server that announces a longer interval, or none, leaves the client's own.
-  @Test(arguments: [60_000, nil] as [UInt32?])
+  /// A server that announces a longer interval, up to twice the client's, or none, leaves the
+  /// client's own.
+  @Test(arguments: [30_000, 40_000, nil] as [UInt32?])
   func aLongerOrNoAnnouncedIntervalLeavesTheClientsOwn(announcedMillis: UInt32?) throws {
     let channel = try Self.connection(announcing: announcedMillis)
     let times = try Self.pingTimes(on: channel, over: .seconds(70))
     #expect(Self.keep(times, to: 20_000), "PINGs at \(times) ms")
+    _ = try channel.finish()
+  }
+
+  /// A server announcing more than twice the client's interval is pinged every half of its
+  /// own: PINGs closer than that count against its ping budget, and a quiet connection's tenth
+  /// would end it.
+  @Test func anIntervalUnderHalfTheAnnouncedOneIsRaisedToHalf() throws {
+    let channel = try Self.connection(announcing: 60_000)
+    let times = try Self.pingTimes(on: channel, over: .seconds(100))
+    #expect(Self.keep(times, to: 30_000), "PINGs at \(times) ms")
     _ = try channel.finish()
   }
 }
