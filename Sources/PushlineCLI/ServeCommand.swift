@@ -47,7 +47,9 @@ struct ServeCommand: AsyncParsableCommand {
   @Option(help: ArgumentHelp("The directory of the SQLite database (default: \(ServeSettings().dataDir)).", valueName: "directory"))
   var dataDir: String?
 
-  @Option(help: ArgumentHelp("A file holding the token secret (default: $PUSHLINE_TOKEN_SECRET).", valueName: "file"))
+  @Option(help: ArgumentHelp(
+    "A file holding the token secret; beats $PUSHLINE_TOKEN_SECRET_FILE and $PUSHLINE_TOKEN_SECRET (the secret itself), which may not both be set, and the config file's tokenSecretFile.",
+    valueName: "file"))
   var tokenSecretFile: String?
 
   @Option(help: ArgumentHelp(

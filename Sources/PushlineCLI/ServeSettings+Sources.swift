@@ -5,7 +5,8 @@ extension ServeSettings.Layer {
   /// plus `PUSHLINE_TOKEN_SECRET`, the secret itself. An empty variable counts as unset.
   ///
   /// - Throws: a ``CommandFailure`` naming a variable whose text is no value of its setting's
-  ///   type, or both token secret variables set at once.
+  ///   type. Both token secret variables set at once is an error only if no flag beats them
+  ///   (``ServeSettings/TokenSecretSource/bothVariables``).
   init(environment: [String: String]) throws(CommandFailure) {
     self.init()
     for field in ServeSettings.fields {
@@ -16,8 +17,7 @@ extension ServeSettings.Layer {
     }
     let secretVariable = TokenSecretOptions.environmentVariable
     if let secret = environment[secretVariable], !secret.isEmpty {
-      guard tokenSecret == nil else { throw CommandFailure("set \(secretVariable) or \(secretVariable)_FILE, not both") }
-      tokenSecret = .environment
+      tokenSecret = tokenSecret == nil ? .environment : .bothVariables
     }
   }
 
@@ -73,9 +73,13 @@ extension ServeSettings {
 
   /// The token secret's bytes, from where ``tokenSecret`` says.
   ///
-  /// - Throws: a ``CommandFailure`` if no source names a secret or its file cannot be read.
+  /// - Throws: a ``CommandFailure`` if no source names a secret, the environment names two, or
+  ///   its file cannot be read.
   func readTokenSecret(environment: [String: String]) throws(CommandFailure) -> [UInt8] {
     switch tokenSecret {
+    case .bothVariables:
+      let variable = TokenSecretOptions.environmentVariable
+      throw CommandFailure("set \(variable) or \(variable)_FILE, not both (or name the file with --token-secret-file)")
     case .file(let path):
       return try TokenSecretOptions.read(file: path)
     case .environment:

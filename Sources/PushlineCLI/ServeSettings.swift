@@ -22,6 +22,9 @@ struct ServeSettings: Equatable, Sendable {
     case environment
     /// A file holding the secret (a trailing newline is ignored).
     case file(String)
+    /// `PUSHLINE_TOKEN_SECRET` and `PUSHLINE_TOKEN_SECRET_FILE` both: an error, unless a flag
+    /// names the secret's file and so beats the environment, as flags do.
+    case bothVariables
   }
 
   /// The address to listen on; loopback unless told otherwise, so nothing is exposed by accident.

@@ -18,7 +18,7 @@ struct TokenSecretOptions: ParsableArguments {
   var config: String?
 
   @Option(help: ArgumentHelp(
-    "A file holding the token secret (at least 32 bytes; trailing newline ignored). Default: $PUSHLINE_TOKEN_SECRET_FILE, else $PUSHLINE_TOKEN_SECRET, else the config file's tokenSecretFile.",
+    "A file holding the token secret (at least 32 bytes; trailing newline ignored); beats $PUSHLINE_TOKEN_SECRET_FILE and $PUSHLINE_TOKEN_SECRET (the secret itself), which may not both be set, and the config file's tokenSecretFile.",
     valueName: "file"))
   var tokenSecretFile: String?
 

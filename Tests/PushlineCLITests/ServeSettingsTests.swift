@@ -135,8 +135,9 @@ struct ServeSettingsTests {
   @Test func aSecretNamedNowhereIsAnError() throws {
     let message = Self.failure { try ServeSettings().readTokenSecret(environment: [:]) }
     #expect(message?.contains("PUSHLINE_TOKEN_SECRET") == true)
-    let both = Self.failure { try Self.merge(environment: ["PUSHLINE_TOKEN_SECRET": "x", "PUSHLINE_TOKEN_SECRET_FILE": "/s"]) }
-    #expect(both == "set PUSHLINE_TOKEN_SECRET or PUSHLINE_TOKEN_SECRET_FILE, not both")
+    let environment = ["PUSHLINE_TOKEN_SECRET": "x", "PUSHLINE_TOKEN_SECRET_FILE": "/s"]
+    let both = Self.failure { try Self.merge(environment: environment).readTokenSecret(environment: environment) }
+    #expect(both == "set PUSHLINE_TOKEN_SECRET or PUSHLINE_TOKEN_SECRET_FILE, not both (or name the file with --token-secret-file)")
   }
 
   @Test func aSecretFileIsReadWithoutItsNewline() throws {

@@ -40,8 +40,10 @@ struct TokenCommandTests {
     #expect(try unset.secret(environment: ["PUSHLINE_TOKEN_SECRET_FILE": path]) == Array("from the file".utf8))
     #expect(try unset.secret(environment: ["PUSHLINE_TOKEN_SECRET": "from the variable"]) == Array("from the variable".utf8))
     #expect(try fromFlag.secret(environment: ["PUSHLINE_TOKEN_SECRET": "from the variable"]) == Array("from the file".utf8))
-    let notBoth = "set PUSHLINE_TOKEN_SECRET or PUSHLINE_TOKEN_SECRET_FILE, not both"
-    #expect(ServeSettingsTests.failure { try fromFlag.secret(environment: both) } == notBoth)
+    // Both variables at once are an error, unless the flag beats them, as a flag beats the
+    // environment in every setting.
+    #expect(try fromFlag.secret(environment: both) == Array("from the file".utf8))
+    let notBoth = "set PUSHLINE_TOKEN_SECRET or PUSHLINE_TOKEN_SECRET_FILE, not both (or name the file with --token-secret-file)"
     #expect(ServeSettingsTests.failure { try unset.secret(environment: both) } == notBoth)
     let none = ServeSettingsTests.failure { try ServeSettings().readTokenSecret(environment: [:]) }
     #expect(none != nil && ServeSettingsTests.failure { try unset.secret(environment: [:]) } == none)
