@@ -25,8 +25,11 @@ public final class TrackerDataManager: Sendable {
     public var plugins: [any CardPlugin]
     /// Payload kinds switched off: their cards are not shown, the others are unaffected.
     public var disabledKinds: Set<PayloadKind>
-    /// Offline this long, every card is marked stale. A duration beyond `Int64` milliseconds
-    /// (some 292 million years) counts as forever.
+    /// Offline this long, a card is marked stale: counted from when the connection went
+    /// offline, or from the card's arrival or its topic's verification if later (a reconnect
+    /// whose other services' subscriptions are still unanswered brings fresh cards of the
+    /// answered ones). A duration beyond `Int64` milliseconds (some 292 million years) counts
+    /// as forever.
     public var staleAfterOffline: Duration
     /// The mode stream carries at most one value per interval while updates pour in (a
     /// screen shows 60 frames a second; recomputing the modes for every update would cap the
@@ -347,17 +350,22 @@ public final class TrackerDataManager: Sendable {
       // A publish that read the cache before another one's stores nothing: its modes are older.
       guard generation >= state.publishedGeneration else { return (state.modes, []) }
       let brokerNow = Self.brokerMillis(now, skew: state.skewMillis)
-      let offlineStale = state.connection.offlineSinceMillis.flatMap { since in
-        now - since >= configuration.staleAfterOffline.milliseconds ? Staleness.offline(sinceMillis: since) : nil
-      }
       let items = cards.compactMap { cached -> TrackerItem? in
         guard let kind = isShown(cached.card, nowMillis: brokerNow) else { return nil }
         let outage = cached.card.outageState.flatMap { $0.isInOutage == true ? Staleness.serviceOutage(message: $0.message) : nil }
+        let verifiedAt = (verified[cached.topic] ?? nil).map { Self.brokerMillis($0, skew: -state.skewMillis) }
+        // Offline, a card goes stale once the broker has not spoken of it for the threshold:
+        // counted from when the connection went offline, or from its arrival or its topic's
+        // verification since (a reconnect whose other subscriptions are still unanswered).
+        let offline = state.connection.offlineSinceMillis.flatMap { since -> Staleness? in
+          let heard = max(since, cached.receivedAtMillis, verifiedAt ?? .min)
+          return now - heard >= configuration.staleAfterOffline.milliseconds ? .offline(sinceMillis: since) : nil
+        }
         return TrackerItem(
           topic: cached.topic, card: cached.card, kind: kind,
           text: plugins[kind]!.browseText(cached.card, privacy: state.privacy),
-          lastUpdatedAt: cached.card.lastUpdatedAt ?? cached.receivedAtMillis / 1000, staleness: outage ?? offlineStale,
-          verifiedAtMillis: (verified[cached.topic] ?? nil).map { Self.brokerMillis($0, skew: -state.skewMillis) })
+          lastUpdatedAt: cached.card.lastUpdatedAt ?? cached.receivedAtMillis / 1000, staleness: outage ?? offline,
+          verifiedAtMillis: verifiedAt)
       }.sorted(by: Self.ranksBefore)
       let browse = items.filter { ($0.card.cardType ?? .browse) == .browse }
       let forced = state.forced.flatMap { forced in browse.first { $0.topic == forced.topic && $0.cardID == forced.cardID } }

@@ -252,6 +252,27 @@ struct TrackerDataManagerTests {
     #expect(tracker.modes.browse[0].lastUpdatedAt == 1_799_999_000)
   }
 
+  /// A reconnect that has an answer for one topic and not yet for the other is still offline,
+  /// but the cards just heard of are not stale: only those the broker has not spoken of since
+  /// the threshold are — here the incentives card, until its own topic is verified again.
+  @Test func cardsHeardOfSinceGoingOfflineAreNotStale() throws {
+    let tracker = try tracker()
+    tracker.apply([
+      update("earnings", from: 1, [card("today", priority: 2)], snapshot: true),
+      update("incentives", from: 1, [card("quest", priority: 1, kind: .dxgyProgress)], snapshot: true),
+    ])
+    let since = clock.now
+    tracker.setConnection(ConnectionState(phase: .connecting(attempt: 1), offlineSinceMillis: since))
+    clock.advance(by: .seconds(60))
+    tracker.apply([update("earnings", from: 2, [card("today", priority: 2)])])
+    #expect(tracker.modes.browse.map(\.staleness) == [nil, .offline(sinceMillis: since)])
+    clock.advance(by: .seconds(30))  // still offline, 30 s after earnings last spoke
+    var watermark = update("incentives", from: 2, [])
+    (watermark.serverTimeMillis, watermark.complete) = (clock.now, true)
+    tracker.apply([watermark])
+    #expect(tracker.modes.browse.map(\.staleness) == [.offline(sinceMillis: since), nil])
+  }
+
   @Test func aDisabledPluginHidesItsCardsAndNothingElse() throws {
     let tracker = try tracker(disabled: [.dxgyProgress])
     tracker.apply([
