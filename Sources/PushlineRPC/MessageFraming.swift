@@ -59,7 +59,8 @@ public struct MessageReassembly: Sendable {
   }
 
   private var unfinished: [UInt32: [UInt8]] = [:]
-  /// The bytes of the unfinished messages together.
+  /// The bytes of the unfinished messages together, less their compressed flags: what they
+  /// count against a budget of held request bytes, as a whole message counts its bytes alone.
   public private(set) var bufferedBytes = 0
 
   /// An empty reassembly.
@@ -75,18 +76,29 @@ public struct MessageReassembly: Sendable {
       return .complete(flag: flag, message: frame.payload.dropFirst())
     }
     var bytes = unfinished.removeValue(forKey: frame.callID) ?? []
-    bufferedBytes -= bytes.count
+    bufferedBytes -= Self.messageBytes(bytes)
     bytes.append(contentsOf: frame.payload)
     guard bytes.count - 1 <= limit else { return .tooLarge(bytes: bytes.count - 1) }
     guard !more else {
       unfinished[frame.callID] = bytes
-      bufferedBytes += bytes.count
+      bufferedBytes += Self.messageBytes(bytes)
       return .incomplete
     }
     guard let flag = bytes.first else { return .malformed }
     // Copied to its exact size: the array its frames were appended to may have up to twice
     // the capacity, which the held-request accounting would not see.
     return .complete(flag: flag, message: Array(bytes.dropFirst())[...])
+  }
+
+  /// ``bufferedBytes`` with `frame` added to its call's message.
+  public func bufferedBytes(adding frame: Frame) -> Int {
+    let before = unfinished[frame.callID] ?? []
+    return bufferedBytes - Self.messageBytes(before) + max(before.count + frame.payload.count - 1, 0)
+  }
+
+  /// The bytes of a message begun with `payloads`, less its compressed flag.
+  private static func messageBytes(_ payloads: [UInt8]) -> Int {
+    max(payloads.count - 1, 0)
   }
 
   /// Whether a message of `callID` has begun and not yet ended.
@@ -96,6 +108,6 @@ public struct MessageReassembly: Sendable {
 
   /// Forgets the unfinished message of a call that has ended.
   public mutating func discard(callID: UInt32) {
-    bufferedBytes -= unfinished.removeValue(forKey: callID)?.count ?? 0
+    bufferedBytes -= unfinished.removeValue(forKey: callID).map(Self.messageBytes) ?? 0
   }
 }

@@ -432,7 +432,7 @@ public struct ServerConnectionStateMachine: Sendable {
             open: &open)
         }
       }
-      let buffered = open.heldRequestBytes + open.messages.bufferedBytes + frame.payload.count
+      let buffered = open.heldRequestBytes + open.messages.bufferedBytes(adding: frame)
       guard buffered <= configuration.maxBufferedRequestBytes else {
         return actions += refuse(
           frame.callID, .resourceExhausted,

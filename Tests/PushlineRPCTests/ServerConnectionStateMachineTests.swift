@@ -320,6 +320,21 @@ struct ServerConnectionStateMachineTests {
     #expect(!machine.isClosed)
   }
 
+  /// The budget counts messages' bytes, not their compressed flags, as the message limit does:
+  /// requests of exactly the budget fit it (four of the 4 MiB limit in the default 16 MiB), whole
+  /// or in pieces.
+  @Test func theBudgetCountsMessagesWithoutTheirFlags() throws {
+    var (machine, _) = Self.connected(Machine.Configuration(compressions: [.deflate], maxBufferedRequestBytes: 100))
+    for callID: UInt32 in 1...3 { _ = machine.received(Self.start(callID), serverTimeMillis: 0) }
+    let sixty = [UInt8](repeating: 1, count: 60), thirty = [UInt8](repeating: 2, count: 30)
+    #expect(machine.received(Self.message(1, sixty), serverTimeMillis: 0).first == .deliverMessage(callID: 1, payload: sixty[...], compressed: false))
+    let piece = { (payload: [UInt8]) in ConnectionElement.frame(Frame(kind: .message, flags: MessageFraming.continues, callID: 2, payload: payload)) }
+    #expect(machine.received(piece([0] + thirty), serverTimeMillis: 0).isEmpty)  // 90 held
+    #expect(machine.received(piece(Array(thirty.prefix(10))), serverTimeMillis: 0).isEmpty)  // 100: the budget, exactly
+    #expect(machine.received(Self.message(3, [7]), serverTimeMillis: 0).first == .cancelCall(callID: 3))  // 101
+    #expect(!machine.isClosed)
+  }
+
   @Test func cancellationStopsTheHandlerWithoutAStatus() {
     var (machine, _) = Self.connected()
     _ = machine.received(Self.start(1), serverTimeMillis: 0)
