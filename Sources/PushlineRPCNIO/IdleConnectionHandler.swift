@@ -93,11 +93,11 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
     .nanoseconds(max(pingInterval.nanoseconds / 2, 1_000_000))
   }
 
-  /// Pings at least every `interval` from now on; a handler that does not ping, or pings more
-  /// often already, is unchanged. The new interval counts from now: the next check is half of
-  /// it away, and pings unless something is written before it.
   /// Pings at most `announced` apart, and at least half of it: the peer counts PINGs closer
-  /// than that against its ping budget, and a quiet connection pinging so often is cut off.
+  /// than that against its ping budget, and a quiet connection pinging so often is cut off. A
+  /// handler that does not ping, or whose interval lies between the two, is unchanged. A new
+  /// interval counts from now: the next check is half of it away, and pings unless something
+  /// is written before it.
   private func keepToPeer(_ announced: TimeAmount, context: ChannelHandlerContext) {
     guard let pingInterval else { return }
     let interval = min(max(pingInterval, TimeAmount.nanoseconds(announced.nanoseconds / 2)), announced)
