@@ -29,7 +29,7 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
   public typealias OutboundIn = ConnectionElement
   public typealias OutboundOut = ConnectionElement
 
-  private let readTimeout: TimeAmount?
+  private var readTimeout: TimeAmount?
   private var pingInterval: TimeAmount?
   private var readSinceCheck = false
   private var wroteSinceCheck = false
@@ -97,12 +97,14 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
   /// than that against its ping budget, and a quiet connection pinging so often is cut off. A
   /// handler that does not ping, or whose interval lies between the two, is unchanged. A new
   /// interval counts from now: the next check is half of it away, and pings unless something
-  /// is written before it.
+  /// is written before it. A read timeout shorter than two intervals grows to two from its
+  /// next check, so that a quiet peer's PONG always arrives within it.
   private func keepToPeer(_ announced: TimeAmount, context: ChannelHandlerContext) {
     guard let pingInterval else { return }
     let interval = min(max(pingInterval, TimeAmount.nanoseconds(announced.nanoseconds / 2)), announced)
     guard interval != pingInterval else { return }
     self.pingInterval = interval
+    if let readTimeout, readTimeout < interval * 2 { self.readTimeout = interval * 2 }
     guard let pending = pingCheck else { return }  // not started yet, or stopped for good
     pending.cancel()
     wroteSinceCheck = false

@@ -23,7 +23,8 @@ public enum RPCClient {
     public var interval: Duration
     /// Declare the server dead (GOAWAY, close, calls end UNAVAILABLE) when nothing has been
     /// received for this long (up to twice as long; see `IdleConnectionHandler`). Pings are
-    /// answered, so a live server is never quiet this long.
+    /// answered, so a live server is never quiet this long: a server whose announced keepalive
+    /// interval spaces the PINGs more than half this apart lengthens it to two intervals.
     public var timeout: Duration
 
     /// Pings after 20 s of quiet (or the server's shorter interval); a server silent for 60 s

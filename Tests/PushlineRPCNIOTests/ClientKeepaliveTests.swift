@@ -11,13 +11,13 @@ import Testing
 /// written to it, time advanced with `advanceTime`.
 @Suite("Client keepalive")
 struct ClientKeepaliveTests {
-  /// A client with its own ping interval of 20 s, connected, that has just read the server's
-  /// handshake announcing `announcedMillis`.
-  static func connection(announcing announcedMillis: UInt32?) throws -> EmbeddedChannel {
+  /// A client with its own ping interval of 20 s (and a read timeout, if given), connected,
+  /// that has just read the server's handshake announcing `announcedMillis`.
+  static func connection(announcing announcedMillis: UInt32?, readTimeout: TimeAmount? = nil) throws -> EmbeddedChannel {
     let channel = EmbeddedChannel()
     let ready = channel.eventLoop.makePromise(of: ClientConnectionStateMachine.Server.self)
     try channel.pipeline.syncOperations.addHandlers([
-      IdleConnectionHandler(pingInterval: .seconds(20)),
+      IdleConnectionHandler(readTimeout: readTimeout, pingInterval: .seconds(20)),
       ClientConnectionHandler(configuration: .init(), ready: ready),
     ])
     try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
@@ -77,6 +77,25 @@ struct ClientKeepaliveTests {
     let channel = try Self.connection(announcing: announcedMillis)
     let times = try Self.pingTimes(on: channel, over: .seconds(70))
     #expect(Self.keep(times, to: 20_000), "PINGs at \(times) ms")
+    _ = try channel.finish()
+  }
+
+  /// Pinging every 150 s for a server announcing 300 s, the client waits two intervals for its
+  /// answers, not its own 60 s: a server that answers each PING and says nothing else keeps
+  /// the connection, where the client had declared it dead at 120 s.
+  @Test func aReadTimeoutUnderTwoIntervalsGrowsToTwo() throws {
+    let channel = try Self.connection(announcing: 300_000, readTimeout: .seconds(60))
+    var times: [Int64] = []
+    for second in 1...700 {
+      channel.embeddedEventLoop.advanceTime(by: .seconds(1))
+      while let element = try channel.readOutbound(as: ConnectionElement.self) {
+        let frame = try #require(element.frame)
+        #expect(frame.kind == .ping, "\(frame)")
+        times.append(Int64(second) * 1000)
+        try channel.writeInbound(ConnectionElement.frame(Frame(kind: .pong, callID: 0, payload: frame.payload)))
+      }
+    }
+    #expect(Self.keep(times, to: 150_000) && times.count >= 4 && channel.isActive, "PINGs at \(times) ms")
     _ = try channel.finish()
   }
 
