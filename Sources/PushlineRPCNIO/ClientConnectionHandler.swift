@@ -74,11 +74,20 @@ final class ClientConnectionHandler: ChannelInboundHandler {
   private var streamsWithPending: [UInt32] = []
   private var pings: [[UInt8]: CheckedContinuation<Void, any Error>] = [:]
   private var closedReason = RPCError(code: .unavailable, message: "the connection closed")
+  /// How long the server has to answer the handshake before the connection is let go.
+  private let handshakeTimeout: TimeAmount?
 
-  /// A handler for a connection offering `configuration`; `ready` completes with the handshake.
-  init(configuration: ClientConnectionStateMachine.Configuration, ready: EventLoopPromise<ClientConnectionStateMachine.Server>) {
+  /// A handler for a connection offering `configuration`; `ready` completes with the handshake,
+  /// or fails when the server has not answered it within `handshakeTimeout` — a server that
+  /// sends only frames of unknown kinds keeps the connection from going quiet, but is no more
+  /// a server the client can use than a silent one.
+  init(
+    configuration: ClientConnectionStateMachine.Configuration, ready: EventLoopPromise<ClientConnectionStateMachine.Server>,
+    handshakeTimeout: TimeAmount? = nil
+  ) {
     machine = ClientConnectionStateMachine(configuration: configuration)
     self.ready = ready
+    self.handshakeTimeout = handshakeTimeout
   }
 
   // MARK: Channel events
@@ -86,7 +95,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
   func handlerAdded(context: ChannelHandlerContext) {
     self.context = context
     output = FlushCoalescer(context: context)
-    if context.channel.isActive { execute(machine.start()) }
+    if context.channel.isActive { start(context: context) }
   }
 
   func handlerRemoved(context: ChannelHandlerContext) {
@@ -94,8 +103,20 @@ final class ClientConnectionHandler: ChannelInboundHandler {
   }
 
   func channelActive(context: ChannelHandlerContext) {
-    execute(machine.start())
+    start(context: context)
     context.fireChannelActive()
+  }
+
+  /// Sends the preface and the handshake, and gives the server until the handshake timeout to
+  /// answer.
+  private func start(context: ChannelHandlerContext) {
+    execute(machine.start())
+    guard let handshakeTimeout else { return }
+    context.eventLoop.assumeIsolated().scheduleTask(in: handshakeTimeout) { [self] in
+      guard server == nil, isOpen, let context = self.context else { return }
+      closedReason = RPCError(code: .unavailable, message: "the server did not answer the handshake within \(handshakeTimeout.nanoseconds / 1_000_000_000) s")
+      context.close(promise: nil)
+    }
   }
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -22,7 +22,8 @@ public enum RPCClient {
     /// and ten in a row with no call activity would have the server close the connection.
     public var interval: Duration
     /// Declare the server dead (GOAWAY, close, calls end UNAVAILABLE) when nothing has been
-    /// received for this long (up to twice as long; see `IdleConnectionHandler`). Pings are
+    /// received for this long (up to twice as long; see `IdleConnectionHandler`), or when it
+    /// has not answered the handshake within it. Pings are
     /// answered, so a live server is never quiet this long: a server whose announced keepalive
     /// interval spaces the PINGs more than half this apart lengthens it to two intervals.
     public var timeout: Duration
@@ -56,7 +57,8 @@ public enum RPCClient {
         .channelOption(.recvAllocator, value: ConnectionReads.receiveBuffers)
         .connect(host: host, port: port) { channel in
           channel.eventLoop.makeCompletedFuture {
-            let handler = ClientConnectionHandler(configuration: configuration, ready: channel.eventLoop.makePromise())
+            let handler = ClientConnectionHandler(
+              configuration: configuration, ready: channel.eventLoop.makePromise(), handshakeTimeout: TimeAmount(keepalive.timeout))
             try channel.pipeline.syncOperations.addHandlers([
               FrameDecodingHandler(maxPayloadLength: configuration.limits.maxFrameSize),
               FrameEncodingHandler(),

@@ -55,11 +55,17 @@ public final class RPCConnection: Sendable {
   /// to correct its own before it enforces `expiresAt` — once the server has answered, or
   /// throws ``RPCError`` with its refusal (UNAVAILABLE and a retry-after hint past its accept
   /// rate) or the connection's end: calls need not wait for it, but a client that reports
-  /// itself connected should.
+  /// itself connected should. A cancelled wait throws `CancellationError` at once and leaves
+  /// the connection as it is: a server that never answers cannot hold the caller (a client
+  /// told to stop).
   @discardableResult
   public func handshake() async throws -> ClientConnectionStateMachine.Server {
-    try await withCheckedThrowingContinuation { settled in
-      onLoop { $0.handshake.whenComplete { settled.resume(with: $0) } }
+    let settled = channel.eventLoop.makePromise(of: ClientConnectionStateMachine.Server.self)
+    onLoop { $0.handshake.cascade(to: settled) }
+    return try await withTaskCancellationHandler {
+      try await settled.futureResult.get()
+    } onCancel: {
+      settled.fail(CancellationError())  // ignored once the handshake has settled it
     }
   }
 
