@@ -310,6 +310,11 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     var payload = payload
     if compressed, let server {
       do throws(RPCError) {
+        // A flag of 1 where the handshake agreed on no compression ends the call, as a server
+        // ends one of a client's (PROTOCOL 2.9): the bytes are not what they claim.
+        guard server.compression == .deflate else {
+          throw RPCError(code: .internal, message: "a compressed message on a connection without compression")
+        }
         payload = try Deflate.decompress(payload, limit: server.limits.maxMessageSize)
       } catch {
         removeCall(callID, failingWaitingRequestsWith: error)?.fail(error)
