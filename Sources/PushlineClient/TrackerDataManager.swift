@@ -13,7 +13,7 @@ import Synchronization
 /// within ±24 h (``maximumSkewMillis``): a broker further off is a broken clock, and a time it
 /// sends should not make every card expire, or none. A server time so far from the client's
 /// clock that the difference does not fit in `Int64` is ignored, and the previous correction
-/// kept. Ranking: priority, highest first, then cardID, then topic — deterministic.
+/// kept. Ranking: priority, highest first (a NaN lowest), then cardID, then topic — deterministic.
 /// Status: the last card that arrived asking to force the switch, while it stays, still asks, and is valid;
 /// otherwise the highest `statusModePriority` (then priority, then the ranking). A tracker
 /// started from a cache takes its cards as arriving then: the last of them to arrive that asks
@@ -370,8 +370,8 @@ public final class TrackerDataManager: Sendable {
       let browse = items.filter { ($0.card.cardType ?? .browse) == .browse }
       let forced = state.forced.flatMap { forced in browse.first { $0.topic == forced.topic && $0.cardID == forced.cardID } }
       let status = forced ?? browse.max { lhs, rhs in
-        let left = lhs.card.statusModePriority ?? lhs.card.priority
-        let right = rhs.card.statusModePriority ?? rhs.card.priority
+        let left = Self.rank(lhs.card.statusModePriority ?? lhs.card.priority)
+        let right = Self.rank(rhs.card.statusModePriority ?? rhs.card.priority)
         return left != right ? left < right : Self.ranksBefore(rhs, lhs)
       }
       state.modes = TrackerModes(status: status, browse: browse, privacy: state.privacy, connection: state.connection)
@@ -382,9 +382,16 @@ public final class TrackerDataManager: Sendable {
     for observer in modeObservers { observer.yield(modes) }
   }
 
-  /// The ranking: priority, highest first; then cardID; then topic.
+  /// A priority as it ranks: NaN, which compares with nothing, ranks lowest, so that the
+  /// order stays a total one and the other cards' places do not depend on where it falls.
+  private static func rank(_ priority: Double) -> Double {
+    priority.isNaN ? -.infinity : priority
+  }
+
+  /// The ranking: priority, highest first (NaN lowest); then cardID; then topic.
   static func ranksBefore(_ lhs: TrackerItem, _ rhs: TrackerItem) -> Bool {
-    if lhs.card.priority != rhs.card.priority { return lhs.card.priority > rhs.card.priority }
+    let (left, right) = (rank(lhs.card.priority), rank(rhs.card.priority))
+    if left != right { return left > right }
     if lhs.cardID != rhs.cardID { return lhs.cardID < rhs.cardID }
     return lhs.topic < rhs.topic
   }

@@ -273,6 +273,21 @@ struct TrackerDataManagerTests {
     #expect(tracker.modes.browse.map(\.staleness) == [.offline(sinceMillis: since), nil])
   }
 
+  /// A NaN priority ranks lowest and the order stays total: the same cards rank the same way
+  /// whatever order they arrive in.
+  @Test func aNaNPriorityRanksLowestAndTheOrderStaysTotal() throws {
+    let cards = [
+      card("nan-1", priority: .nan), card("inf", priority: .infinity), card("one", priority: 1), card("nan-2", priority: .nan),
+      card("minus-inf", priority: -.infinity), card("zero", priority: -0.0), card("two", priority: 2),
+    ]
+    for seed in 0..<20 {
+      var random = SplitMix64(seed: UInt64(seed))
+      let tracker = try tracker()
+      tracker.apply([update("earnings", from: 1, cards.shuffled(using: &random), snapshot: true)])
+      #expect(tracker.modes.browse.map(\.cardID) == ["inf", "two", "one", "zero", "minus-inf", "nan-1", "nan-2"], "seed \(seed)")
+    }
+  }
+
   @Test func aDisabledPluginHidesItsCardsAndNothingElse() throws {
     let tracker = try tracker(disabled: [.dxgyProgress])
     tracker.apply([
