@@ -1,4 +1,5 @@
 import PushlineRPC
+import PushlineSchema
 
 /// One upstream service's cards (earnings, incentives, …) — self-contained, as the
 /// earnings-tracker design asks: on first load it pulls its topic's snapshot, then it follows
@@ -23,21 +24,32 @@ public struct ServiceDataManager: Sendable {
   /// starts every subscription with one (a catch-up, a snapshot, or a confirmation of the
   /// position), so from then on it serves the topic. A pull answered does not count: the
   /// subscription may still be refused (the subject at its subscription limit, say).
+  ///
+  /// - Throws: INTERNAL for an update of another topic than this service's — a broker that
+  ///   breaks the protocol, whose answer is not applied (nor counted as the subscription's).
   public func run(in session: any TrackerSession, tracker: TrackerDataManager, subscribed: @Sendable () -> Void) async throws {
     if tracker.cache.topic(topic)?.position == nil {
       do {
-        tracker.apply([try await session.cards(in: topic)])
+        tracker.apply([try checked(await session.cards(in: topic))])
       } catch let error as RPCError where error.code == .resourceExhausted {
         // The subscription below, from no position, starts with the snapshot.
       }
     }
     var isAnswered = false
     for try await update in session.updates(from: tracker.cache.positions(for: [topic])) {
-      tracker.apply([update])
+      tracker.apply([try checked(update)])
       if !isAnswered {
         isAnswered = true
         subscribed()
       }
     }
+  }
+
+  /// `update`, when it is of this service's topic.
+  private func checked(_ update: TopicUpdate) throws -> TopicUpdate {
+    guard update.topic == topic else {
+      throw RPCError(code: .internal, message: "the broker sent an update of \(update.topic) for \(topic)")
+    }
+    return update
   }
 }
