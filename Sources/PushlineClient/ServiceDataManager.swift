@@ -25,8 +25,9 @@ public struct ServiceDataManager: Sendable {
   /// position), so from then on it serves the topic. A pull answered does not count: the
   /// subscription may still be refused (the subject at its subscription limit, say).
   ///
-  /// - Throws: INTERNAL for an update of another topic than this service's — a broker that
-  ///   breaks the protocol, whose answer is not applied (nor counted as the subscription's).
+  /// - Throws: INTERNAL for an update of another topic than this service's, or one whose
+  ///   change names another card than it brings — a broker that breaks the protocol, whose
+  ///   answer is not applied (nor counted as the subscription's).
   public func run(in session: any TrackerSession, tracker: TrackerDataManager, subscribed: @Sendable () -> Void) async throws {
     if tracker.cache.topic(topic)?.position == nil {
       do {
@@ -45,10 +46,16 @@ public struct ServiceDataManager: Sendable {
     }
   }
 
-  /// `update`, when it is of this service's topic.
+  /// `update`, when it is of this service's topic and each card it brings is the one its
+  /// change names (the cache keys cards by the change's ID, and stores them by the card's).
   private func checked(_ update: TopicUpdate) throws -> TopicUpdate {
     guard update.topic == topic else {
       throw RPCError(code: .internal, message: "the broker sent an update of \(update.topic) for \(topic)")
+    }
+    for change in update.changes {
+      if let card = change.card, card.cardID != change.cardID {
+        throw RPCError(code: .internal, message: "the broker sent card \(card.cardID) as \(change.cardID) in \(topic)")
+      }
     }
     return update
   }

@@ -55,7 +55,8 @@ public struct TopicCache: Hashable, Sendable {
   }
 
   /// Applies `update` as the delivery contract says: a snapshot replaces the cards; changes
-  /// at or below the position are ignored (offsets may skip — never a loss); the position
+  /// at or below the position, or below the version of the card already held, are ignored
+  /// (offsets may skip — never a loss); the position
   /// becomes the update's `throughOffset`. An update of another epoch without a snapshot is
   /// ignored: the broker always starts a new epoch with one. The first part of a snapshot
   /// sent in parts keeps the cards it leaves out until the position reaches its
@@ -89,6 +90,9 @@ public struct TopicCache: Hashable, Sendable {
       let floor = position ?? 0
       for change in update.changes {
         guard let offset = change.offset, offset > floor else { continue }
+        // A version older than the one held (a broker that sent a card's changes out of order)
+        // does not replace it; a card awaiting a snapshot holds a version of before it.
+        if !awaitingSnapshot.contains(change.cardID), let held = cards[change.cardID], held.offset >= offset { continue }
         awaitingSnapshot.remove(change.cardID)
         if let card = change.card {
           let cached = CachedCard(topic: topic, card: card, offset: offset, receivedAtMillis: receivedAtMillis)

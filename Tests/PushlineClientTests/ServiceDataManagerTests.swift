@@ -39,4 +39,16 @@ struct ServiceDataManagerTests {
       #expect(tracker.cache.topic("rogue") == nil && !answered.withLock { $0 })
     }
   }
+
+  /// A change that brings another card than it names (card z as a) is refused the same way:
+  /// the cache keyed it by a and stored it by z, and the clash aborted every later save.
+  @Test func aChangeBringingAnotherCardEndsTheSessionUnapplied() async throws {
+    var mismatched = update("t", from: 1, [card("z", priority: 1)], snapshot: true)
+    mismatched.changes[0].cardID = "a"
+    let tracker = TrackerDataManager(cache: try CardCache(persistence: nil), topics: ["t"], configuration: .init(nowMillis: clock.function))
+    await #expect(throws: RPCError(code: .internal, message: "the broker sent card z as a in t")) {
+      try await ServiceDataManager(name: "t", topic: "t").run(in: FixedSession(pulled: mismatched, streamed: []), tracker: tracker) {}
+    }
+    #expect(tracker.cache.topic("t")?.cards.isEmpty ?? true)
+  }
 }

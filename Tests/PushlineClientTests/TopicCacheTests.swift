@@ -19,6 +19,26 @@ struct TopicCacheTests {
     #expect(topic.position == 12 && topic.cards["a"]?.card.priority == 3)
   }
 
+  /// A broker that sends a card's versions out of order (a contract it breaks) cannot make an
+  /// older version replace a newer one: d at 8 then 7 in one update, or c at 10 in an update
+  /// positioned at 5 and then at 7, leave the newer.
+  @Test func anOlderVersionDoesNotReplaceANewerOne() {
+    var topic = TopicCache(topic: "t")
+    _ = topic.apply(update("t", from: 1, [card("a", priority: 1)], snapshot: true), receivedAtMillis: 0)
+    var backwards = update("t", from: 2, [])
+    backwards.changes = [CardChange(upserting: card("d", priority: 8), offset: 8), CardChange(upserting: card("d", priority: 7), offset: 7)]
+    backwards.throughOffset = 8
+    _ = topic.apply(backwards, receivedAtMillis: 0)
+    #expect(topic.cards["d"]?.offset == 8 && topic.cards["d"]?.card.priority == 8)
+    var ahead = update("t", from: 10, [card("c", priority: 10)])
+    ahead.throughOffset = 5  // below its own change: the position does not move past 8
+    _ = topic.apply(ahead, receivedAtMillis: 0)
+    var older = update("t", from: 9, [card("c", priority: 9)])
+    older.throughOffset = 9
+    _ = topic.apply(older, receivedAtMillis: 0)
+    #expect(topic.cards["c"]?.offset == 10 && topic.cards["c"]?.card.priority == 10)
+  }
+
   /// An outcome is the update's net effect, each card's last change counting: a card brought
   /// and taken away is only removed, one taken away and brought back only upserted, and one
   /// brought twice upserted once, at its last version.
