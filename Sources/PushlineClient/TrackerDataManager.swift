@@ -130,9 +130,9 @@ public final class TrackerDataManager: Sendable {
   /// `nil` when the cache holds nothing of them.
   private func lastContactMillis() -> Int64? {
     let skew = state.withLock { $0.skewMillis }
+    let now = configuration.nowMillis()
     return topics.compactMap { cache.topic($0) }.flatMap { topic in
-      // The client's clock when the broker's read the "verified at" time: the inverse shift.
-      let verified = topic.verifiedAtMillis.map { Self.brokerMillis($0, skew: -skew) }
+      let verified = Self.clientMillis(verifiedAt: topic.verifiedAtMillis, skew: skew, nowMillis: now)
       return topic.cards.values.map(\.receivedAtMillis) + (verified.map { [$0] } ?? [])
     }.max()
   }
@@ -210,8 +210,13 @@ public final class TrackerDataManager: Sendable {
   public func apply(_ updates: [TopicUpdate]) {
     let now = configuration.nowMillis()
     let steps = updates.map { update in
-      Step(
-        topic: update.topic, epoch: update.epoch, outcome: cache.apply(update, receivedAtMillis: now),
+      // A server time past the correction's bounds is a broken clock's: no verification.
+      var verified = update
+      if let serverTime = update.serverTimeMillis, Self.skew(serverTimeMillis: serverTime, nowMillis: now).map({ abs($0) >= Self.maximumSkewMillis }) ?? true {
+        verified.serverTimeMillis = nil
+      }
+      return Step(
+        topic: update.topic, epoch: update.epoch, outcome: cache.apply(verified, receivedAtMillis: now),
         skewMillis: update.serverTimeMillis.flatMap { Self.skew(serverTimeMillis: $0, nowMillis: now) })
     }
     let (bulletins, bulletinObservers, schedule, flush) = state.withLock { state in
@@ -321,6 +326,15 @@ public final class TrackerDataManager: Sendable {
     return overflow ? nil : min(max(difference, -maximumSkewMillis), maximumSkewMillis)
   }
 
+  /// A "verified at" time (the broker's clock) by the client's: the inverse shift of the
+  /// correction, at most now; `nil` when there is none, or when it would lie more than a
+  /// second ahead of the client's clock — a correction that moved that far since (a broken
+  /// clock's, held at its bound) says nothing of when the broker last spoke, and must not keep
+  /// cards fresh. (Within a second: the correction's own jitter between updates.)
+  private static func clientMillis(verifiedAt brokerMillis: Int64?, skew: Int64, nowMillis: Int64) -> Int64? {
+    brokerMillis.map { Self.brokerMillis($0, skew: -skew) }.flatMap { $0 <= Self.brokerMillis(nowMillis, skew: 1000) ? min($0, nowMillis) : nil }
+  }
+
   /// A card's key among the announced bulletins.
   private static func key(_ topic: String, _ cardID: String) -> String { topic + "\u{0}" + cardID }
 
@@ -353,7 +367,7 @@ public final class TrackerDataManager: Sendable {
       let items = cards.compactMap { cached -> TrackerItem? in
         guard let kind = isShown(cached.card, nowMillis: brokerNow) else { return nil }
         let outage = cached.card.outageState.flatMap { $0.isInOutage == true ? Staleness.serviceOutage(message: $0.message) : nil }
-        let verifiedAt = (verified[cached.topic] ?? nil).map { Self.brokerMillis($0, skew: -state.skewMillis) }
+        let verifiedAt = Self.clientMillis(verifiedAt: verified[cached.topic] ?? nil, skew: state.skewMillis, nowMillis: now)
         // Offline, a card goes stale once the broker has not spoken of it for the threshold:
         // counted from when the connection went offline, or from its arrival or its topic's
         // verification since (a reconnect whose other subscriptions are still unanswered).

@@ -66,6 +66,26 @@ struct TrackerDataManagerTests {
     #expect(tracker.modes.browse.map(\.verifiedAtMillis) == [clock.now])
   }
 
+  /// A server time further off than the correction's bound is a broken clock's: it verifies
+  /// nothing, and an earlier verification that the correction, held at its bound, would move
+  /// ahead of the client's clock says nothing either — offline, the card goes stale as ever.
+  /// (Such times had made "verified at" the far future, and the card fresh for good.)
+  @Test(arguments: [Int64.max, 2_115_000_000_000, 0])
+  func aBrokenServerTimeVerifiesNothing(serverTime: Int64) throws {
+    let tracker = try tracker(staleAfter: .seconds(2))
+    var snapshot = update("earnings", from: 1, [card("today", priority: 1)], snapshot: true)
+    (snapshot.serverTimeMillis, snapshot.complete) = (clock.now, true)
+    tracker.apply([snapshot])
+    var watermark = update("earnings", from: 2, [])
+    (watermark.serverTimeMillis, watermark.complete) = (serverTime, true)
+    tracker.apply([watermark])
+    let since = clock.now
+    tracker.setConnection(ConnectionState(phase: .connecting(attempt: 1), offlineSinceMillis: since))
+    clock.advance(by: .seconds(2))
+    tracker.refresh()
+    #expect(tracker.modes.browse.map(\.staleness) == [.offline(sinceMillis: since)])
+  }
+
   /// The correction survives a restart: a client restarted during an outage, before any
   /// handshake, still expires a card by the broker's clock, 100 s ahead of its own.
   @Test func theClockCorrectionSurvivesARestart() throws {
