@@ -10,9 +10,12 @@ import PushlineWire
 /// Callers reach it with one `EventLoop.execute` per call start (none when they already run on
 /// the loop). Its writes are flushed once per burst (``FlushCoalescer``). A server stream's
 /// responses are handed to its consumer once per read burst, as one batch, rather than one
-/// wake-up per message; they are buffered on the client until consumed.
-final class ClientConnectionHandler: ChannelInboundHandler {
+/// wake-up per message; they are buffered on the client until consumed, up to
+/// ``StreamCredit/pauseAt`` bytes per stream: then the connection reads nothing more until
+/// that consumer is down to half (the channel's reads wait here).
+final class ClientConnectionHandler: ChannelDuplexHandler {
   typealias InboundIn = ConnectionElement
+  typealias OutboundIn = ConnectionElement
   typealias OutboundOut = ConnectionElement
 
   /// Who waits for a call's outcome.
@@ -20,7 +23,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     /// A unary caller.
     case unary(CheckedContinuation<[UInt8], any Error>)
     /// A stream's consumer, which receives the responses in batches.
-    case stream(AsyncThrowingStream<[[UInt8]], any Error>.Continuation)
+    case stream(AsyncThrowingStream<[[UInt8]], any Error>.Continuation, StreamCredit)
     /// A pipelined call's senders, each waiting for the answer to its request.
     case pipeline(PipelineWaiters)
 
@@ -29,7 +32,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
       switch self {
       case .unary(let continuation):
         continuation.resume(throwing: error)
-      case .stream(let continuation):
+      case .stream(let continuation, _):
         if !received.isEmpty { continuation.yield(received) }
         continuation.finish(throwing: error)
       case .pipeline(let waiters):
@@ -72,6 +75,10 @@ final class ClientConnectionHandler: ChannelInboundHandler {
   private var pipelineWindow: PipelineWindow?
   /// Streams with responses read in the current burst.
   private var streamsWithPending: [UInt32] = []
+  /// Streams whose consumers hold ``StreamCredit/pauseAt`` or more: while any does, the
+  /// connection reads nothing — the channel's next read waits (``readPending``).
+  private var pausingStreams: Set<UInt32> = []
+  private var readPending = false
   private var pings: [[UInt8]: CheckedContinuation<Void, any Error>] = [:]
   private var closedReason = RPCError(code: .unavailable, message: "the connection closed")
   /// How long the server has to answer the handshake before the connection is let go.
@@ -228,6 +235,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
   /// in the window back, and its requests still waiting for room fail with `error`.
   private func removeCall(_ callID: UInt32, failingWaitingRequestsWith error: @autoclosure () -> any Error) -> Call? {
     guard let call = calls.removeValue(forKey: callID) else { return nil }
+    streamDrained(callID: callID)  // an ended stream gets nothing more: it holds no reading back
     if case .pipeline(let waiters) = call.waiter, let pipelineWindow {
       pipelineWindow.dropQueued(of: callID, failingWith: error())
       pipelineWindow.free(waiters.unansweredCount, send: sendRequest, halfClose: halfClose)
@@ -329,11 +337,35 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     if calls.changeValue(forKey: callID, { $0.receive(payload) }) == true { streamsWithPending.append(callID) }
   }
 
+  /// Stops reading while the consumer of `callID` catches up.
+  private func pauseReading(for callID: UInt32) {
+    pausingStreams.insert(callID)
+  }
+
+  /// The consumer of `callID` is down to half its credit, or gone: reading resumes once no
+  /// stream holds it back.
+  func streamDrained(callID: UInt32) {
+    guard pausingStreams.remove(callID) != nil, pausingStreams.isEmpty, readPending, let context else { return }
+    readPending = false
+    context.read()
+  }
+
+  /// The channel asks to read on (after each read, with `autoRead`): held back while a stream's
+  /// consumer is behind.
+  func read(context: ChannelHandlerContext) {
+    guard pausingStreams.isEmpty else {
+      readPending = true
+      return
+    }
+    context.read()
+  }
+
   private func handOverPendingResponses() {
     for callID in streamsWithPending {
-      guard let call = calls[callID], case .stream(let continuation) = call.waiter, !call.received.isEmpty else { continue }
+      guard let call = calls[callID], case .stream(let continuation, let credit) = call.waiter, !call.received.isEmpty else { continue }
       calls.changeValue(forKey: callID) { $0.received = [] }
       continuation.yield(call.received)
+      if credit.handedOver(call.received.reduce(0) { $0 + $1.count }) { pauseReading(for: callID) }
     }
     streamsWithPending.removeAll(keepingCapacity: true)
   }
@@ -348,7 +380,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         return continuation.resume(throwing: RPCError(code: .internal, message: "the call ended OK without a response"))
       }
       continuation.resume(returning: response)
-    case .stream(let continuation):
+    case .stream(let continuation, _):
       if !call.received.isEmpty { continuation.yield(call.received) }
       continuation.finish()
     case .pipeline(let waiters):

@@ -97,18 +97,24 @@ public final class RPCConnection: Sendable {
   ///
   /// The sequence ends when the server ends the call with OK, and throws ``RPCError`` with the
   /// status otherwise. Abandoning the iteration (or cancelling the iterating task) cancels the
-  /// call. Responses are buffered on the client as they arrive.
+  /// call. Responses are buffered on the client as they arrive, up to 8 MiB not yet taken:
+  /// past that the connection reads nothing more, for any of its calls, until the iteration
+  /// has taken half — so a server sending faster than it is consumed meets backpressure.
   public func serverStreaming<Request: WireMessage, Response: WireMessage>(
     _ method: String, request: Request, response: Response.Type, timeout: Duration? = nil
   ) -> RPCResponseStream<Response> {
     let handle = CallHandle()
     let (stream, continuation) = AsyncThrowingStream<[[UInt8]], any Error>.makeStream()
+    let credit = StreamCredit { [self] in
+      onLoop { handler in if let callID = handle.callID { handler.streamDrained(callID: callID) } }
+    }
     continuation.onTermination = { termination in
+      credit.ended()
       if case .cancelled = termination { self.cancel(handle) }
     }
     let request = request.serializedBytes()
-    onLoop { $0.startCall(handle, method: method, request: request, timeout: timeout, .stream(continuation)) }
-    return RPCResponseStream(raw: stream)
+    onLoop { $0.startCall(handle, method: method, request: request, timeout: timeout, .stream(continuation, credit)) }
+    return RPCResponseStream(raw: stream, credit: credit)
   }
 
   /// Opens a pipelined call: requests sent through the returned ``RPCPipeline`` are answered

@@ -10,19 +10,24 @@ public struct RPCResponseStream<Response: WireMessage>: AsyncSequence, Sendable 
 
   /// The responses in the batches the connection hands over, one per read burst.
   @usableFromInline let raw: AsyncThrowingStream<[[UInt8]], any Error>
+  /// Told of each batch taken, so that the connection reads on (``StreamCredit``).
+  @usableFromInline let credit: StreamCredit
 
-  init(raw: AsyncThrowingStream<[[UInt8]], any Error>) {
+  init(raw: AsyncThrowingStream<[[UInt8]], any Error>, credit: StreamCredit) {
     self.raw = raw
+    self.credit = credit
   }
 
   /// Iterates the responses, decoding each as it is reached.
   public struct AsyncIterator: AsyncIteratorProtocol {
     @usableFromInline var raw: AsyncThrowingStream<[[UInt8]], any Error>.AsyncIterator
+    @usableFromInline let credit: StreamCredit
     @usableFromInline var batch: [[UInt8]] = []
     @usableFromInline var position = 0
 
-    @usableFromInline init(raw: AsyncThrowingStream<[[UInt8]], any Error>.AsyncIterator) {
+    @usableFromInline init(raw: AsyncThrowingStream<[[UInt8]], any Error>.AsyncIterator, credit: StreamCredit) {
       self.raw = raw
+      self.credit = credit
     }
 
     /// The next response, `nil` once the call has ended OK.
@@ -32,6 +37,7 @@ public struct RPCResponseStream<Response: WireMessage>: AsyncSequence, Sendable 
     public mutating func next() async throws -> Response? {
       while position == batch.count {
         guard let next = try await raw.next() else { return nil }
+        credit.taken(next.reduce(0) { $0 + $1.count })
         (batch, position) = (next, 0)
       }
       position += 1
@@ -41,5 +47,5 @@ public struct RPCResponseStream<Response: WireMessage>: AsyncSequence, Sendable 
 
   /// An iterator over the responses.
   @inlinable
-  public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(raw: raw.makeAsyncIterator()) }
+  public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(raw: raw.makeAsyncIterator(), credit: credit) }
 }
