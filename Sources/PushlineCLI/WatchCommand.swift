@@ -51,9 +51,15 @@ struct WatchCommand: AsyncParsableCommand {
     guard let token = token ?? ProcessInfo.processInfo.environment["PUSHLINE_TOKEN"] else {
       throw CommandFailure("no token: pass --token or set PUSHLINE_TOKEN (pushline token --role subscriber mints one)")
     }
+    let cards: CardCache
+    do {
+      cards = try CardCache(persistence: SQLiteCachePersistence(path: cache))
+    } catch {
+      throw CommandFailure("cannot open the card cache \(cache): \(error.localizedDescription)")
+    }
     try await Self.watch(
       server: server, token: token, topics: topics.isEmpty ? ["driver/\(driver)/earnings", "driver/\(driver)/incentives"] : topics,
-      cache: try CardCache(persistence: SQLiteCachePersistence(path: cache)), staleAfter: .seconds(Int64(staleAfter)),
+      cache: cards, staleAfter: .seconds(Int64(staleAfter)),
       plain: plain || !Terminal.isInteractive, output: { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
     ) { await TerminationSignal.received() }
   }

@@ -1,3 +1,5 @@
+import ArgumentParser
+import Foundation
 import NIOCore
 import PushlineBroker
 import PushlineClient
@@ -23,6 +25,15 @@ struct WatchCommandTests {
     try await WatchCommand.watch(
       server: try #require(ServerAddress("127.0.0.1:\(port)")), token: token, topics: ["driver/42/earnings"],
       cache: try CardCache(persistence: nil), staleAfter: .seconds(30), plain: true, output: output, until: stop)
+  }
+
+  /// A cache path that cannot be a SQLite file (a directory here) fails before connecting,
+  /// naming the cache and the path.
+  @Test func aCacheThatCannotBeOpenedIsNamed() async throws {
+    let directory = FileManager.default.temporaryDirectory.path
+    let command = try WatchCommand.parse(["127.0.0.1:1", "--token", "x", "--cache", directory])
+    let error = await #expect(throws: CommandFailure.self) { try await command.run() }
+    #expect(error?.description.hasPrefix("cannot open the card cache \(directory): ") == true, "\(error.map { "\($0)" } ?? "")")
   }
 
   /// A token the broker refuses stops the connection manager for good: `watch` fails with the
