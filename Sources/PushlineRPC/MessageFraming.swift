@@ -92,7 +92,8 @@ public struct MessageReassembly: Sendable {
 
   /// ``bufferedBytes`` with `frame` added to its call's message.
   public func bufferedBytes(adding frame: Frame) -> Int {
-    let before = unfinished[frame.callID] ?? []
+    // Most messages come whole, with none unfinished: no lookup then.
+    let before = unfinished.isEmpty ? [] : unfinished[frame.callID] ?? []
     return bufferedBytes - Self.messageBytes(before) + max(before.count + frame.payload.count - 1, 0)
   }
 
