@@ -29,8 +29,10 @@ struct RPCTrackerConnector: TrackerConnector {
       try await connection.handshake().serverTimeMillis
     }
 
+    /// The subscription's updates, pulled as the tracker applies them: a broker sending faster
+    /// than that meets the connection's backpressure (``RPCResponseStream``).
     func updates(from positions: [TopicPosition]) -> AsyncThrowingStream<TopicUpdate, any Error> {
-      .relaying(
+      .pulling(
         connection.serverStreaming(
           BrokerService.subscribeMethod, request: SubscribeRequest(topics: positions), response: TopicUpdate.self))
     }

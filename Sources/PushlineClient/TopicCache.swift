@@ -118,9 +118,11 @@ public struct TopicCache: Hashable, Sendable {
     // Verified at the update's time only when no card shown is older than that: after a
     // complete update (a watermark, the end of a backlog or catch-up) or a snapshot — not a
     // piece of a catch-up after hours away, whose other cards are still hours old — and while
-    // no card awaits a snapshot, as those are only as fresh as they were.
+    // no card awaits a snapshot, as those are only as fresh as they were. The latest such time,
+    // not the largest: a broker clock set back, or a broken clock's time kept before, must not
+    // stay ahead of it.
     if let serverTime = update.serverTimeMillis, update.isComplete || update.isSnapshot, snapshotThroughOffset == nil {
-      verifiedAtMillis = max(verifiedAtMillis ?? 0, serverTime)
+      verifiedAtMillis = serverTime
     }
     return outcome
   }

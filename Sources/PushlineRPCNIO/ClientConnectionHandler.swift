@@ -339,13 +339,16 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
 
   /// Stops reading while the consumer of `callID` catches up.
   private func pauseReading(for callID: UInt32) {
+    if pausingStreams.isEmpty { context?.triggerUserOutboundEvent(IdleConnectionHandler.ReadsHeld(isHeld: true), promise: nil) }
     pausingStreams.insert(callID)
   }
 
   /// The consumer of `callID` is down to half its credit, or gone: reading resumes once no
   /// stream holds it back.
   func streamDrained(callID: UInt32) {
-    guard pausingStreams.remove(callID) != nil, pausingStreams.isEmpty, readPending, let context else { return }
+    guard pausingStreams.remove(callID) != nil, pausingStreams.isEmpty, let context else { return }
+    context.triggerUserOutboundEvent(IdleConnectionHandler.ReadsHeld(isHeld: false), promise: nil)
+    guard readPending else { return }
     readPending = false
     context.read()
   }

@@ -14,6 +14,9 @@ final class ConnectionRegistry: Sendable {
   private struct State {
     /// Set once the shutdown has begun: the spread of its GOAWAYs' retry-after hints.
     var reconnectSpread: Duration?
+    /// Set once every connection has been closed at once: one registered later (accepted
+    /// just before the listener closed) is closed as it arrives.
+    var isClosingAll = false
     var connections: [ObjectIdentifier: any Channel] = [:]
     /// The server, waiting for the last connection to close.
     var emptyWaiter: CheckedContinuation<Void, Never>?
@@ -34,13 +37,14 @@ final class ConnectionRegistry: Sendable {
   /// Registers `channel` until it closes; a connection refused past the accept rate is not
   /// counted as accepted.
   func register(_ channel: any Channel, isRefused: Bool) {
-    let reconnectSpread = state.withLock { state in
+    let (reconnectSpread, isClosingAll) = state.withLock { state in
       state.connections[ObjectIdentifier(channel)] = channel
       open.record(state.connections.count)
-      return state.reconnectSpread
+      return (state.reconnectSpread, state.isClosingAll)
     }
     if !isRefused { accepted.increment() }
     channel.closeFuture.whenComplete { _ in self.remove(channel) }
+    if isClosingAll { return channel.close(promise: nil) }
     if let reconnectSpread { Self.shutDown(channel, reconnectSpread: reconnectSpread) }
   }
 
@@ -75,10 +79,14 @@ final class ConnectionRegistry: Sendable {
     }
   }
 
-  /// Closes every connection at once (the server was cancelled), telling `noting` first how
-  /// many were open: before the closes, which may empty the registry and wake its waiter.
+  /// Closes every connection at once (the server was cancelled), and any registered later,
+  /// telling `noting` first how many were open: before the closes, which may empty the
+  /// registry and wake its waiter.
   func closeAll(noting: (Int) -> Void = { _ in }) {
-    let open = state.withLock { Array($0.connections.values) }
+    let open = state.withLock { state in
+      state.isClosingAll = true
+      return Array(state.connections.values)
+    }
     noting(open.count)
     for channel in open { channel.close(promise: nil) }
   }

@@ -32,6 +32,9 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
   private var readTimeout: TimeAmount?
   private var pingInterval: TimeAmount?
   private var readSinceCheck = false
+  /// Set while a handler above holds the channel's reads back (``ReadsHeld``): silence then is
+  /// this side's doing, not the peer's.
+  private var readsHeld = false
   private var wroteSinceCheck = false
   private var readCheck: NIOScheduledCallback?
   private var pingCheck: NIOScheduledCallback?
@@ -74,6 +77,11 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
   }
 
   public func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+    if let held = event as? ReadsHeld {
+      readsHeld = held.isHeld
+      promise?.succeed(())
+      return
+    }
     guard let announced = event as? PeerKeepaliveInterval else {
       return context.triggerUserOutboundEvent(event, promise: promise)
     }
@@ -102,9 +110,9 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
   private func keepToPeer(_ announced: TimeAmount, context: ChannelHandlerContext) {
     guard let pingInterval else { return }
     let interval = min(max(pingInterval, TimeAmount.nanoseconds(announced.nanoseconds / 2)), announced)
+    if let readTimeout, readTimeout < interval * 2 { self.readTimeout = interval * 2 }
     guard interval != pingInterval else { return }
     self.pingInterval = interval
-    if let readTimeout, readTimeout < interval * 2 { self.readTimeout = interval * 2 }
     guard let pending = pingCheck else { return }  // not started yet, or stopped for good
     pending.cancel()
     wroteSinceCheck = false
@@ -141,7 +149,7 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
 
   private func checkReads(context: ChannelHandlerContext) {
     guard let readTimeout, context.channel.isActive else { return }
-    guard readSinceCheck else {
+    guard readSinceCheck || readsHeld else {
       stopChecks()
       var goAway = GoAway(lastCallID: 0)
       goAway.code = StatusCode.unavailable.rawValue
@@ -180,6 +188,13 @@ extension IdleConnectionHandler {
   /// bound otherwise; a handler that does not ping ignores it.
   struct PeerKeepaliveInterval: Sendable {
     var interval: TimeAmount
+  }
+
+  /// An outbound user event: a handler above holds the channel's reads back (a stream's
+  /// consumer is behind), or lets them go again. While they are held, nothing received is no
+  /// sign of a dead peer: the read timeout does not end the connection.
+  struct ReadsHeld: Sendable {
+    var isHeld: Bool
   }
 }
 

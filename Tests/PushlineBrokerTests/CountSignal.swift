@@ -14,9 +14,9 @@ final class CountSignal: Sendable {
   /// Reports the count now, waking the waiters it reaches.
   func count(_ count: Int) {
     let reached = state.withLock { state in
-      state.count = count
-      let reached = state.waiters.filter { $0.count <= count }
-      state.waiters.removeAll { $0.count <= count }
+      state.count = max(state.count, count)  // reports may arrive out of order: counts only grow
+      let reached = state.waiters.filter { $0.count <= state.count }
+      state.waiters.removeAll { $0.count <= state.count }
       return reached
     }
     for waiter in reached { waiter.continuation.resume() }

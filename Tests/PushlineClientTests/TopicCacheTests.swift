@@ -39,6 +39,16 @@ struct TopicCacheTests {
     #expect(topic.cards["c"]?.offset == 10 && topic.cards["c"]?.card.priority == 10)
   }
 
+  /// "Verified at" is the latest verification's time, not the largest: one kept from a broken
+  /// clock (the far future) gives way to the next complete update's.
+  @Test func verifiedAtIsTheLatestVerificationsTime() {
+    var topic = TopicCache(topic: "t", epoch: 7, position: 1, verifiedAtMillis: .max)
+    var watermark = update("t", from: 2, [])
+    (watermark.serverTimeMillis, watermark.complete) = (1_800_000_000_000, true)
+    _ = topic.apply(watermark, receivedAtMillis: 0)
+    #expect(topic.verifiedAtMillis == 1_800_000_000_000)
+  }
+
   /// An outcome is the update's net effect, each card's last change counting: a card brought
   /// and taken away is only removed, one taken away and brought back only upserted, and one
   /// brought twice upserted once, at its last version.

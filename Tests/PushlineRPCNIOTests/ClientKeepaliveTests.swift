@@ -99,6 +99,21 @@ struct ClientKeepaliveTests {
     _ = try channel.finish()
   }
 
+  /// While a stream's consumer holds the connection's reads back, hearing nothing is the
+  /// client's own doing: the read timeout does not declare the server dead; once the reads go
+  /// again, it does.
+  @Test func heldReadsAreNoSilence() throws {
+    let channel = EmbeddedChannel()
+    try channel.pipeline.syncOperations.addHandler(IdleConnectionHandler(readTimeout: .seconds(10)))
+    try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
+    channel.pipeline.triggerUserOutboundEvent(IdleConnectionHandler.ReadsHeld(isHeld: true), promise: nil)
+    channel.embeddedEventLoop.advanceTime(by: .seconds(60))
+    #expect(channel.isActive)
+    channel.pipeline.triggerUserOutboundEvent(IdleConnectionHandler.ReadsHeld(isHeld: false), promise: nil)
+    channel.embeddedEventLoop.advanceTime(by: .seconds(20))
+    #expect(!channel.isActive)
+  }
+
   /// A server announcing more than twice the client's interval is pinged every half of its
   /// own: PINGs closer than that count against its ping budget, and a quiet connection's tenth
   /// would end it.

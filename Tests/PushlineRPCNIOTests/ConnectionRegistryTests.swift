@@ -32,6 +32,20 @@ struct ConnectionRegistryTests {
     #expect(gauge.value == 0)
   }
 
+  /// Once every connection has been closed at once (a cancelled server, SIGQUIT), one that
+  /// registers later — accepted just before the listener closed — is closed as it arrives,
+  /// rather than kept open, with the server waiting for it to leave.
+  @Test func aConnectionRegisteredAfterCloseAllIsClosed() throws {
+    let registry = ConnectionRegistry(metrics: NOOPMetricsHandler.instance)
+    let (open, _) = try ServerConnectionHandlerTests.channel()
+    registry.register(open, isRefused: false)
+    var noted: Int?
+    registry.closeAll { noted = $0 }
+    let (late, _) = try ServerConnectionHandlerTests.channel()
+    registry.register(late, isRefused: false)
+    #expect(noted == 1 && !open.isActive && !late.isActive)
+  }
+
   /// The GOAWAY `channel` has written, decoded.
   static func goAway(on channel: EmbeddedChannel) throws -> GoAway {
     let frame = try #require(ServerConnectionHandlerTests.readFrames(channel).first { $0.kind == .goAway })
