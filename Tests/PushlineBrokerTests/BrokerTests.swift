@@ -16,6 +16,13 @@ struct BrokerTests {
     return try await Broker(storage: InMemoryBrokerStorage(), configuration: configuration)
   }
 
+  /// A broker whose storage holds its commits until released.
+  func brokerHoldingCommits() async throws -> (Broker, CountingStorage) {
+    let storage = CountingStorage()
+    storage.holdCommits()
+    return (try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function)), storage)
+  }
+
   /// What the subscription has ready now, without waiting.
   func ready(_ subscription: Subscription, limit: Int = 512) throws -> [TopicUpdate] {
     try (subscription.takeReadyFromTheWire(maxChanges: limit, nowMillis: clock.now) ?? []).map(TopicUpdate.init(decoding:))
@@ -253,9 +260,7 @@ struct BrokerTests {
   /// A retry with other changes than its original, arriving while the original is being
   /// committed, is refused rather than joined.
   @Test(.timeLimit(.minutes(1))) func aKeyReusedWhileItsOriginalIsInFlightIsRefused() async throws {
-    let storage = CountingStorage()
-    storage.holdCommits()
-    let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+    let (broker, storage) = try await brokerHoldingCommits()
     let original = broker.enqueuePublish("t", [card("a", 1)], key: "k1")
     await storage.waitUntilHeld()
     // Answered at once when refused; had it joined the original, it would wait for the commit.
@@ -374,9 +379,7 @@ struct BrokerTests {
   /// A retry arriving while its original is being committed (the acknowledgement seemed slow)
   /// waits for the original's answer instead of being applied a second time.
   @Test(.timeLimit(.minutes(1))) func aRetryDuringItsOriginalsCommitIsNotAppliedAgain() async throws {
-    let storage = CountingStorage()
-    storage.holdCommits()
-    let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+    let (broker, storage) = try await brokerHoldingCommits()
     let first = broker.enqueuePublish("t", [card("a", 1)], key: "k1")
     await storage.waitUntilHeld()
     let second = broker.enqueuePublish("t", [card("a", 1)], key: "k1")
@@ -394,9 +397,7 @@ struct BrokerTests {
   /// answered: it holds each once, and none once they are answered, so that a retry after a
   /// failed commit is a publish anew.
   @Test(.timeLimit(.minutes(1))) func aRetryJoinsItsOriginalWaitingForACommitAndKeysInFlightAreIndexed() async throws {
-    let storage = CountingStorage()
-    storage.holdCommits()
-    let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+    let (broker, storage) = try await brokerHoldingCommits()
     let keysInFlight = { broker.intake.withLock { $0.publishes.keyCount } }
     let committing = broker.enqueuePublish("t", [card("c0", 1)], key: "k0")
     await storage.waitUntilHeld()
@@ -421,9 +422,7 @@ struct BrokerTests {
   /// next commit, no two publishes of a topic share an offset, and each topic's subscriber gets
   /// every change of the shared commit once, in offset order.
   @Test(.timeLimit(.minutes(1))) func publishesArrivingDuringACommitShareTheNextOne() async throws {
-    let storage = CountingStorage()
-    storage.holdCommits()
-    let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+    let (broker, storage) = try await brokerHoldingCommits()
     let subscriptions = try (0..<4).map { try broker.subscribe("t\($0)") }
     for subscription in subscriptions { _ = try ready(subscription) }  // the empty snapshots
     var answers = [broker.enqueuePublish("t0", [card("c0", 1)])]
@@ -471,9 +470,7 @@ struct BrokerTests {
   /// arriving (from other connections) are committed on the global executor, so that the
   /// event loop gets back to its sockets.
   @Test(.timeLimit(.minutes(1))) func batchesAfterTheFirstLeaveTheExecutorTheCommitStartedOn() async throws {
-    let storage = CountingStorage()
-    storage.holdCommits()
-    let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+    let (broker, storage) = try await brokerHoldingCommits()
     let executor = QueuedTaskExecutor()
     let (answered, answers) = AsyncStream.makeStream(of: (String, Bool).self)
     func publish(_ cardID: String) {
