@@ -1,7 +1,10 @@
 import Foundation
 
 /// A broker's data directory, made if missing and held by this broker alone: an exclusive
-/// `flock(2)` on its `broker.lock`, until the storage holding it goes.
+/// `flock(2)` on the directory itself, and one on its `broker.lock` (which names the holder),
+/// until the storage holding it goes. The directory's lock is the one that excludes: a lock
+/// file can be deleted from under its holder (someone clearing "stale" locks), and a second
+/// broker would then lock a new one; a directory cannot be replaced while it holds the data.
 ///
 /// Two brokers on one directory would each number the same topics from their own memory, and
 /// give the same offsets to different changes: a client resuming from one of them would then
@@ -12,6 +15,7 @@ import Foundation
 /// its previous process exits, or a storage in this process not yet let go of by the tasks
 /// that used it) is waited for, up to a timeout, as SQLite waits for its own locks.
 final class DataDirectory: Sendable {
+  private let directory: Int32
   private let descriptor: Int32
 
   /// Makes the directory at `path` (and its parents) if missing, and takes its lock, waiting
@@ -25,35 +29,48 @@ final class DataDirectory: Sendable {
   ///   (tests let go of it then).
   init(path: String, waiting timeout: Duration, whenWaiting: () -> Void = {}) throws {
     try Self.make(path)
+    let directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard directory >= 0 else { throw DataDirectoryError(action: "open", path: path, errno: errno) }
     let lockPath = (path as NSString).appendingPathComponent("broker.lock")
     // Not through a link: the file is truncated and written below.
     let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
-    guard descriptor >= 0 else { throw DataDirectoryError(action: "open", path: lockPath, errno: errno) }
+    guard descriptor >= 0 else {
+      let failure = errno
+      close(directory)
+      throw DataDirectoryError(action: "open", path: lockPath, errno: failure)
+    }
     var status = stat()
     guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
       close(descriptor)
+      close(directory)
       throw DataDirectoryError(action: "open", path: lockPath, errno: EINVAL)
     }
     let deadline = ContinuousClock.now + timeout
     var hasWaited = false
-    while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-      let failure = errno
-      if failure == EINTR { continue }
-      if failure == EWOULDBLOCK, ContinuousClock.now < deadline {
-        if !hasWaited { whenWaiting() }
-        hasWaited = true
-        usleep(10_000)
-        continue
+    for (locked, lockedPath) in [(directory, path), (descriptor, lockPath)] {
+      while flock(locked, LOCK_EX | LOCK_NB) != 0 {
+        let failure = errno
+        if failure == EINTR { continue }
+        if failure == EWOULDBLOCK, ContinuousClock.now < deadline {
+          if !hasWaited { whenWaiting() }
+          hasWaited = true
+          usleep(10_000)
+          continue
+        }
+        defer {
+          close(descriptor)
+          close(directory)
+        }
+        if failure == EWOULDBLOCK { throw DataDirectoryInUseError(directory: path, holder: Self.processID(in: descriptor)) }
+        throw DataDirectoryError(action: "lock", path: lockedPath, errno: failure)
       }
-      defer { close(descriptor) }
-      if failure == EWOULDBLOCK { throw DataDirectoryInUseError(directory: path, holder: Self.processID(in: descriptor)) }
-      throw DataDirectoryError(action: "lock", path: lockPath, errno: failure)
     }
     // Who holds it, for the error a second broker reports; the lock, not this, excludes.
     // Written before the rest is cut off, so a reader never finds the file empty.
     let pid = Array("\(getpid())\n".utf8)
     let written = pid.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
     if written == pid.count { _ = ftruncate(descriptor, off_t(pid.count)) }
+    self.directory = directory
     self.descriptor = descriptor
   }
 
@@ -83,7 +100,8 @@ final class DataDirectory: Sendable {
   }
 
   deinit {
-    close(descriptor)  // Releases the lock.
+    close(descriptor)  // Releases the locks.
+    close(directory)
   }
 
   /// The process id the holder wrote into the lock file, if it reads as one.

@@ -80,6 +80,19 @@ struct SQLiteBrokerStorageTests {
     #expect(try await reopened.publish("t", [card("a", 1)]).firstOffset == 1)
   }
 
+  /// Deleting `broker.lock` from under a running broker (clearing "stale" locks) does not let
+  /// a second one in: the directory itself is locked, and two brokers on one directory would
+  /// give the same offsets to different changes.
+  @Test func aDeletedLockFileDoesNotLetASecondBrokerIn() throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let first = try SQLiteBrokerStorage(directory: directory)
+    try FileManager.default.removeItem(atPath: (directory as NSString).appendingPathComponent("broker.lock"))
+    let refusal = withExtendedLifetime(first) {
+      #expect(throws: DataDirectoryInUseError.self) { try SQLiteBrokerStorage(directory: directory, lockTimeout: .zero) }
+    }
+    #expect(refusal != nil)
+  }
+
   /// A broker restarted while its previous one still holds the directory (a process still
   /// exiting) waits for it, and takes the directory as soon as it is let go of. The second
   /// waits on a thread of its own, as a broker starting does: blocking one of the concurrency
