@@ -1,10 +1,10 @@
 import Foundation
 
 /// A broker's data directory, made if missing and held by this broker alone: an exclusive
-/// `flock(2)` on the directory itself, and one on its `broker.lock` (which names the holder),
-/// until the storage holding it goes. The directory's lock is the one that excludes: a lock
-/// file can be deleted from under its holder (someone clearing "stale" locks), and a second
-/// broker would then lock a new one; a directory cannot be replaced while it holds the data.
+/// `flock(2)` on the directory itself, until the storage holding it goes; `broker.lock` names
+/// the holder. Not a lock on that file: a file can be deleted from under its holder (someone
+/// clearing "stale" locks), and a second broker would then lock a new one; a directory cannot
+/// be replaced while it holds the data.
 ///
 /// Two brokers on one directory would each number the same topics from their own memory, and
 /// give the same offsets to different changes: a client resuming from one of them would then
@@ -23,8 +23,8 @@ final class DataDirectory: Sendable {
   /// waits, as SQLite's busy timeout does (a broker opens its storage once, at start).
   ///
   /// - Throws: ``DataDirectoryInUseError`` when another process (or another storage in this
-  ///   one) still holds it; ``DataDirectoryError`` when the directory cannot be made, or its
-  ///   lock file opened (it must be a regular file, not a link) or locked.
+  ///   one) still holds it; ``DataDirectoryError`` when the directory cannot be made, opened or
+  ///   locked, or its lock file opened (it must be a regular file, not a link).
   /// - Parameter whenWaiting: called once if the lock is held by another when first tried
   ///   (tests let go of it then).
   init(path: String, waiting timeout: Duration, whenWaiting: () -> Void = {}) throws {
@@ -47,23 +47,21 @@ final class DataDirectory: Sendable {
     }
     let deadline = ContinuousClock.now + timeout
     var hasWaited = false
-    for (locked, lockedPath) in [(directory, path), (descriptor, lockPath)] {
-      while flock(locked, LOCK_EX | LOCK_NB) != 0 {
-        let failure = errno
-        if failure == EINTR { continue }
-        if failure == EWOULDBLOCK, ContinuousClock.now < deadline {
-          if !hasWaited { whenWaiting() }
-          hasWaited = true
-          usleep(10_000)
-          continue
-        }
-        defer {
-          close(descriptor)
-          close(directory)
-        }
-        if failure == EWOULDBLOCK { throw DataDirectoryInUseError(directory: path, holder: Self.processID(in: descriptor)) }
-        throw DataDirectoryError(action: "lock", path: lockedPath, errno: failure)
+    while flock(directory, LOCK_EX | LOCK_NB) != 0 {
+      let failure = errno
+      if failure == EINTR { continue }
+      if failure == EWOULDBLOCK, ContinuousClock.now < deadline {
+        if !hasWaited { whenWaiting() }
+        hasWaited = true
+        usleep(10_000)
+        continue
       }
+      defer {
+        close(descriptor)
+        close(directory)
+      }
+      if failure == EWOULDBLOCK { throw DataDirectoryInUseError(directory: path, holder: Self.processID(in: descriptor)) }
+      throw DataDirectoryError(action: "lock", path: path, errno: failure)
     }
     // Who holds it, for the error a second broker reports; the lock, not this, excludes.
     // Written before the rest is cut off, so a reader never finds the file empty.
@@ -100,8 +98,8 @@ final class DataDirectory: Sendable {
   }
 
   deinit {
-    close(descriptor)  // Releases the locks.
-    close(directory)
+    close(descriptor)
+    close(directory)  // Releases the lock.
   }
 
   /// The process id the holder wrote into the lock file, if it reads as one.
