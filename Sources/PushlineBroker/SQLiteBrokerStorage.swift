@@ -30,8 +30,19 @@ import Synchronization
 ///
 /// One broker at a time: the storage holds the directory (``DataDirectory``) for
 /// as long as it lives, and a second one on the same directory is refused.
+///
+/// A database is marked open for as long as a storage has it, and the mark is checkpointed
+/// into the database file itself. Opening a database still marked open (its broker crashed)
+/// whose write-ahead log is gone (deleted, or the file restored from a copy without it) finds
+/// the commits since the last checkpoint lost, acknowledged or not. Giving out their offsets
+/// again in the same epochs would break every client that saw them, so every topic then gets
+/// a new epoch (``renewedEpochs``) and positions in the old ones are answered with snapshots.
 public final class SQLiteBrokerStorage: BrokerStorage {
   private let database: DatabasePool
+  /// Whether opening found the database of a crashed broker without its write-ahead log, and
+  /// so gave every topic a new epoch: publishes acknowledged since the log's last checkpoint
+  /// may be lost, and clients get snapshots rather than offsets given out twice.
+  public let renewedEpochs: Bool
   /// The directory, held while the storage lives, and let go of after the database is closed.
   private let held: DataDirectory
   /// Whose rows a ``StoredRowError`` names.
@@ -91,17 +102,47 @@ public final class SQLiteBrokerStorage: BrokerStorage {
   ///   when the database cannot be opened or migrated.
   public init(directory: String, lockTimeout: Duration = .seconds(5)) throws {
     held = try DataDirectory(path: directory, waiting: lockTimeout)
+    let path = (directory as NSString).appendingPathComponent("broker.sqlite")
+    let logKept = Self.hasContent(atPath: path + "-wal")  // Before the pool opens, which makes one.
     var configuration = Configuration()
     configuration.prepareDatabase { db in
       try db.execute(sql: "PRAGMA page_size = 16384")  // Before WAL mode, so a new file takes it.
     }
     configuration.busyMode = .timeout(5)
-    database = try DatabasePool(path: (directory as NSString).appendingPathComponent("broker.sqlite"), configuration: configuration)
+    database = try DatabasePool(path: path, configuration: configuration)
     // After the pool is open: turning WAL mode on, GRDB sets `synchronous = NORMAL` on its
     // writer, which syncs the WAL only at checkpoints, so a machine's crash could take
     // commits already acknowledged. The pool keeps this one writer connection for its life.
     try database.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
     try Self.migrator.migrate(database)
+    renewedEpochs = try database.write { db in
+      let lostLog = try Bool.fetchOne(db, sql: "SELECT unclosed FROM brokerRun") == true && !logKept
+      if lostLog { try Self.renewEpochs(db) }
+      try db.execute(sql: "INSERT OR REPLACE INTO brokerRun (id, unclosed) VALUES (1, 1)")
+      return lostLog
+    }
+    // Into the database file, not only the log: a log lost later is then noticed.
+    try database.writeWithoutTransaction { _ = try $0.checkpoint(.full) }
+  }
+
+  /// Whether a file is at `path` and holds at least one byte.
+  private static func hasContent(atPath path: String) -> Bool {
+    var status = stat()
+    return stat(path, &status) == 0 && status.st_size > 0
+  }
+
+  /// Gives every topic a new epoch, and the idempotency records their topic's: their offsets
+  /// stay, and are valid in it.
+  private static func renewEpochs(_ db: Database) throws {
+    for row in try Row.fetchAll(db, sql: "SELECT name, epoch FROM topic") {
+      let (name, old) = try StoredRowError.decoding(row, of: "topic", in: store) { row in
+        (try row.decode(String.self, forColumn: "name"), try row.decode(Int64.self, forColumn: "epoch"))
+      }
+      var epoch: Int64
+      repeat { epoch = Int64.random(in: 1...(1 << 53)) } while epoch == old
+      try db.execute(sql: "UPDATE topic SET epoch = ? WHERE name = ?", arguments: [epoch, name])
+      try db.execute(sql: "UPDATE publishRecord SET epoch = ? WHERE topic = ?", arguments: [epoch, name])
+    }
   }
 
   /// The writer connection's `PRAGMA synchronous` (2 is FULL: each commit waits for the disk).
@@ -109,9 +150,27 @@ public final class SQLiteBrokerStorage: BrokerStorage {
     try database.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA synchronous") }
   }
 
+  /// Whether ``close()`` has run.
+  private let closed = Mutex(false)
+
+  /// Marks the database closed and closes it, folding the write-ahead log into it: a broker
+  /// that stops calls this, and commits after it fail. Calling it again does nothing.
+  ///
+  /// - Throws: GRDB's error when the database cannot be marked or closed; it is then opened
+  ///   next as a crashed broker's, its log replayed.
+  public func close() throws {
+    guard closed.withLock({ closed in defer { closed = true }; return !closed }) else { return }
+    try database.write { try $0.execute(sql: "UPDATE brokerRun SET unclosed = 0") }
+    // Emptied by hand: GRDB closes its writer before its readers, so SQLite's own checkpoint
+    // at the last close never runs (that reader may not write), and the log would stay.
+    try database.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
+    try database.close()
+  }
+
   deinit {
-    // Closed here, before the directory is let go of: the next broker on it finds it closed.
-    try? database.close()
+    // Closed here at the latest, before the directory is let go of: the next broker on it
+    // finds it closed.
+    try? close()
   }
 
   private static var migrator: DatabaseMigrator {
@@ -164,6 +223,10 @@ public final class SQLiteBrokerStorage: BrokerStorage {
     migrator.registerMigration("v3: publish fingerprints") { db in
       // Records kept before have none: a retry of one is answered as a replay, as it was.
       try db.execute(sql: "ALTER TABLE publishRecord ADD COLUMN fingerprint INTEGER")
+    }
+    migrator.registerMigration("v4: open mark") { db in
+      // One row: whether a storage has the database open, or crashed with it open.
+      try db.execute(sql: "CREATE TABLE brokerRun (id INTEGER PRIMARY KEY CHECK (id = 1), unclosed INTEGER NOT NULL)")
     }
     return migrator
   }

@@ -143,9 +143,27 @@ struct ServeCommand: AsyncParsableCommand {
     }
     let logger = Logger(label: "pushline.serve")
     logger.info("starting", metadata: settings.logMetadata)
+    var sqlite: SQLiteBrokerStorage?
+    defer {
+      // However the broker stopped: a database closed is marked closed, and its log is folded in.
+      do { try sqlite?.close() } catch {
+        logger.warning("the database did not close; the next start replays its write-ahead log", metadata: ["error": "\(error)"])
+      }
+    }
     do {
-      let store: any BrokerStorage =
-        settings.storage == .memory ? InMemoryBrokerStorage() : try SQLiteBrokerStorage(directory: settings.dataDir)
+      let store: any BrokerStorage
+      if settings.storage == .memory {
+        store = InMemoryBrokerStorage()
+      } else {
+        let opened = try SQLiteBrokerStorage(directory: settings.dataDir)
+        sqlite = opened
+        if opened.renewedEpochs {
+          logger.error(
+            "the previous broker crashed and the write-ahead log broker.sqlite-wal is gone: publishes acknowledged since its last checkpoint may be lost; every topic has a new epoch, so clients start again from snapshots",
+            metadata: ["dataDir": "\(settings.dataDir)"])
+        }
+        store = opened
+      }
       var services: [any Service] = []
       if let metricsPort = settings.metricsPort {
         services.append(MetricsEndpoint(host: settings.metricsHost, port: metricsPort, registry: registry, logger: logger))

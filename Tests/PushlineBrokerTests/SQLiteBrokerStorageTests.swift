@@ -64,6 +64,66 @@ struct SQLiteBrokerStorageTests {
     #expect(updates.first?.isSnapshot == true)
   }
 
+  /// A crashed broker's database whose write-ahead log was then deleted (or restored without
+  /// it) lost the commits since its last checkpoint: their offsets would be given out again in
+  /// the epoch clients saw them in, so every topic gets a new epoch, and a client's position in
+  /// the old one is answered with a snapshot.
+  @Test func aCrashedDatabaseWithoutItsLogRenewsEveryEpoch() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let database = directory + "/broker.sqlite", crashImage = directory + "/image.sqlite"
+    let seen: PublishResponse
+    do {
+      let broker = try await open()
+      try await broker.publish("t", [card("a", 1)], key: "k")
+      try await Self.databaseQueue(database).writeWithoutTransaction { _ = try $0.checkpoint(.full) }  // as SQLite's own do
+      try FileManager.default.copyItem(atPath: database, toPath: crashImage)  // the file, as a crash leaves it
+      seen = try await broker.publish("t", [card("b", 1)])
+    }
+    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
+    try FileManager.default.moveItem(atPath: crashImage, toPath: database)
+
+    let storage = try SQLiteBrokerStorage(directory: directory)
+    #expect(storage.renewedEpochs)
+    let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+    let next = try await broker.publish("t", [card("c", 1)])
+    #expect(next.epoch != seen.epoch)
+    let updates = try broker.subscribe("t", epoch: seen.epoch, offset: seen.lastOffset)
+      .takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now) ?? []
+    #expect(updates.first?.isSnapshot == true)
+    // A retry of what the image kept is answered in the topic's new epoch.
+    let retry = try await broker.publish("t", [card("a", 1)], key: "k")
+    #expect(retry.replayed == true && retry.epoch == next.epoch)
+  }
+
+  /// A broker that closed its database folded the log into it: without the log, nothing is
+  /// lost, and the epochs stay. So does a crashed broker's database with its log.
+  @Test func aClosedDatabaseOrACrashedOneWithItsLogKeepsItsEpochs() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let database = directory + "/broker.sqlite", image = directory + "/image"
+    let first: PublishResponse
+    do {
+      let storage = try SQLiteBrokerStorage(directory: directory)
+      let broker = try await Broker(storage: storage)
+      first = try await broker.publish("t", [card("a", 1)])
+      try storage.close()
+      #expect(try FileManager.default.attributesOfItem(atPath: database + "-wal")[.size] as? Int == 0)
+      try FileManager.default.removeItem(atPath: database + "-wal")
+    }
+    let crashed: PublishResponse
+    do {
+      let storage = try SQLiteBrokerStorage(directory: directory)
+      #expect(!storage.renewedEpochs)
+      crashed = try await Broker(storage: storage).publish("t", [card("b", 1)])
+      #expect(crashed.epoch == first.epoch && crashed.firstOffset == 2)
+      try FileManager.default.createDirectory(atPath: image, withIntermediateDirectories: false)
+      for suffix in ["", "-wal"] { try FileManager.default.copyItem(atPath: database + suffix, toPath: image + "/broker.sqlite" + suffix) }
+    }
+    let storage = try SQLiteBrokerStorage(directory: image)
+    #expect(!storage.renewedEpochs)
+    let next = try await Broker(storage: storage).publish("t", [card("c", 1)])
+    #expect(next.epoch == first.epoch && next.firstOffset == crashed.lastOffset + 1)
+  }
+
   /// One broker per data directory: a second storage on it is refused, naming the process
   /// that holds it, and the directory opens again once the first storage has gone (as it does
   /// when a killed broker's process dies).
