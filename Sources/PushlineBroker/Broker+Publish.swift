@@ -1,4 +1,5 @@
 import CoreMetrics
+import Foundation
 import Logging
 import PushlineRPC
 public import PushlineSchema
@@ -9,8 +10,9 @@ extension Broker {
   /// are durable. Publishes arriving while a commit runs are committed together in the next
   /// one (group commit), so durability costs one storage write per burst, not per publish.
   ///
-  /// - Throws: INVALID_ARGUMENT for a bad topic name, an empty idempotency key or one with a NUL byte, no or
-  ///   too many changes, an empty cardID or one with a NUL byte, a card twice,
+  /// - Throws: INVALID_ARGUMENT for a bad topic name, an empty idempotency key or one with a NUL byte
+  ///   or not in NFC, no or too many changes, an empty cardID or one with a NUL byte or not in
+  ///   NFC, a card twice,
   ///   a card whose cardID differs from its change's, a card without a required field;
   ///   PERMISSION_DENIED when `principal` may not publish there; UNAVAILABLE (retry, with the
   ///   same idempotency key) when storage failed.
@@ -122,6 +124,9 @@ extension Broker {
       guard key.utf8.count <= Self.maxKeySize else {
         throw RPCError(code: .invalidArgument, message: "an idempotencyKey of \(key.utf8.count) bytes, limit \(Self.maxKeySize)")
       }
+      guard Self.isNormalized(key) else {
+        throw RPCError(code: .invalidArgument, message: "the idempotencyKey is not in Unicode Normalization Form C (NFC)")
+      }
     }
     guard (1...configuration.maxChangesPerPublish).contains(request.changes.count) else {
       throw RPCError(
@@ -142,6 +147,10 @@ extension Broker {
         throw RPCError(
           code: .invalidArgument, message: "changes[\(index)]: a cardID of \(change.cardID.utf8.count) bytes, limit \(Self.maxKeySize)")
       }
+      guard Self.isNormalized(change.cardID) else {
+        throw RPCError(
+          code: .invalidArgument, message: "changes[\(index)]: the cardID \"\(change.cardID)\" is not in Unicode Normalization Form C (NFC)")
+      }
       if let size = change.card?.encodedSize(), size > Self.maxCardSize {
         throw RPCError(code: .invalidArgument, message: "changes[\(index)]: a card of \(size) bytes, limit \(Self.maxCardSize)")
       }
@@ -154,12 +163,22 @@ extension Broker {
       if let path = change.card?.missingRequiredField {
         throw RPCError(code: .invalidArgument, message: "changes[\(index)]: the card lacks its required field \(path)")
       }
-      if let card = change.card, card.cardID != change.cardID {
+      // By bytes: as strings, an ID and its other normal form are equal.
+      if let card = change.card, !card.cardID.utf8.elementsEqual(change.cardID.utf8) {
         throw RPCError(
           code: .invalidArgument,
           message: "changes[\(index)]: the card's cardID \"\(card.cardID)\" differs from the change's \"\(change.cardID)\"")
       }
     }
+  }
+
+  /// Whether `id` (a cardID or an idempotency key) is in Unicode Normalization Form C, as the
+  /// broker requires: Swift compares and hashes strings by canonical equivalence, protobuf and
+  /// clients by bytes, and the two agree on NFC strings alone. Without it "é" as one code point
+  /// and as "e" with a combining accent would be one card in the broker's tables, and two on
+  /// its clients, where the removal of one leaves the other for good.
+  static func isNormalized(_ id: String) -> Bool {
+    id.utf8.allSatisfy { $0 < 0x80 } || id.precomposedStringWithCanonicalMapping.utf8.elementsEqual(id.utf8)
   }
 
   /// Commits everything pending, batch after batch, until nothing is left; one runs at a time.

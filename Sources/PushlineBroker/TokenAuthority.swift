@@ -26,8 +26,8 @@ public final class TokenAuthority: Sendable {
 
     /// The principal of `token`, if it was verified.
     mutating func principal(of token: String) -> Principal? {
-      if let last, last.token == token { return last.principal }
-      guard let principal = verified[token] else { return nil }
+      if let last, TokenAuthority.sameBytes(last.token, token) { return last.principal }
+      guard TokenAuthority.isASCII(token), let principal = verified[token] else { return nil }
       last = (token, principal)
       return principal
     }
@@ -86,6 +86,12 @@ public final class TokenAuthority: Sendable {
       token = try Self.present(presented)
     } catch {
       return body(.failure(error))
+    }
+    // Swift compares and hashes strings as Unicode text: a token with "K" spelled as the
+    // Kelvin sign (U+212A) would be the verified token in these tables, and a copy presented
+    // first would have the real one refused. A JWT is ASCII, where text is bytes.
+    guard Self.isASCII(token) else {
+      return body(.failure(RPCError(code: .unauthenticated, message: "the auth token is not a JWT: it holds bytes that are not ASCII")))
     }
     enum Next { case verified(Principal), rejected(RPCError), waits, checks }
     let next = tokens.withLock { tokens -> Next in
@@ -153,6 +159,22 @@ public final class TokenAuthority: Sendable {
   ///   not valid yet.
   public func verifiedPrincipal(_ token: String?) throws(RPCError) -> Principal? {
     try cached(Self.present(token))
+  }
+
+  /// Whether `token` is ASCII, where Swift's string comparisons compare bytes.
+  static func isASCII(_ token: String) -> Bool {
+    token.utf8.allSatisfy { $0 < 0x80 }
+  }
+
+  /// Whether `a` and `b` hold the same bytes: at once when they share their storage, as a
+  /// connection's calls share its token.
+  static func sameBytes(_ a: String, _ b: String) -> Bool {
+    var (a, b) = (a, b)
+    return a.withUTF8 { a in
+      b.withUTF8 { b in
+        a.count == b.count && (a.baseAddress == b.baseAddress || a.elementsEqual(b))
+      }
+    }
   }
 
   /// The token, or UNAUTHENTICATED when there is none.

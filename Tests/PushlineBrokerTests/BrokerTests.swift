@@ -663,6 +663,13 @@ struct BrokerTests {
     (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a\u{0}x", 1))]), .invalidArgument),
     (PublishRequest(topic: "t", changes: [CardChange(removing: "a\u{0}")]), .invalidArgument),
     (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a", 1))], idempotencyKey: "k\u{0}1"), .invalidArgument),
+    // Another normal form than NFC: "é" as "e" and a combining accent, "Å" as the angstrom sign.
+    // Swift's strings would take each for its NFC twin, and the broker would merge two cards.
+    (PublishRequest(topic: "t", changes: [CardChange(upserting: card("e\u{301}", 1))]), .invalidArgument),
+    (PublishRequest(topic: "t", changes: [CardChange(removing: "\u{212B}")]), .invalidArgument),
+    (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a", 1))], idempotencyKey: "caf\u{65}\u{301}"), .invalidArgument),
+    (PublishRequest(topic: "t", changes: [{ var change = CardChange(upserting: card("e\u{301}", 1)); change.cardID = "\u{E9}"; return change }()]),
+      .invalidArgument),
     // Every later publish to the topic with an empty key would be answered as its replay.
     (PublishRequest(topic: "t", changes: [CardChange(upserting: card("a", 1))], idempotencyKey: ""), .invalidArgument),
     // Kept as keys: a few hundred bytes at most.
@@ -680,6 +687,17 @@ struct BrokerTests {
     await expectStatus(code) { try await broker.publish(request, for: publisher) }
     #expect(broker.intake.withLock { $0.publishes.pending.isEmpty })
     #expect(broker.state.withLock { $0.topics.values.allSatisfy { $0.topOffset == 0 } })
+  }
+
+  /// IDs in NFC are taken as their bytes spell them, whatever the script: "é" (C3 A9) and "Å"
+  /// (C3 85) are cards of their own, and a key in NFC replays.
+  @Test func idsInNormalizationFormCArePublished() async throws {
+    let broker = try await makeBroker()
+    let first = try await broker.publish("t", [card("\u{E9}", 1), card("\u{C5}", 1), card("\u{1E0D}\u{307}", 1)], key: "caf\u{E9}")
+    #expect(first.lastOffset == 3)
+    #expect(try await broker.publish("t", [card("\u{E9}", 1), card("\u{C5}", 1), card("\u{1E0D}\u{307}", 1)], key: "caf\u{E9}").replayed == true)
+    try await broker.publish("t", [], removing: ["\u{E9}"])
+    #expect(try broker.cards(in: "t", for: reader).changes.map(\.cardID) == ["\u{C5}", "\u{1E0D}\u{307}"])
   }
 
   /// Reads do not grow the broker: pulls of topics no one has published to keep nothing, and

@@ -55,6 +55,22 @@ struct TokenAuthorityTests {
     #expect(throws: RPCError.self) { try answer.get() }
   }
 
+  /// A token is its bytes: one with a "K" spelled as the Kelvin sign, equal to it as Swift
+  /// text, neither takes the verified token's place nor, presented first, has it refused.
+  @Test func aTokenEqualOnlyAsUnicodeTextIsAnotherToken() async throws {
+    let authority = try await TokenAuthority(secret: Self.secret, nowMillis: clock.function)
+    var token = ""
+    for index in 0..<100 where !token.contains("K") {
+      token = try await authority.mint(subject: "s\(index)", role: .subscriber, topics: ["*"], expiresAtMillis: clock.now + 60_000)
+    }
+    let kelvin = try #require(token.firstRange(of: "K").map { token.replacingCharacters(in: $0, with: "\u{212A}") })
+    #expect(kelvin == token)  // as Swift compares strings
+    await expectStatus(.unauthenticated) { try await authority.authenticate(kelvin) }
+    #expect(try await authority.authenticate(token).subject.hasPrefix("s"))
+    #expect(try authority.verifiedPrincipal(kelvin) == nil)  // not the verified one: checked, and refused
+    await expectStatus(.unauthenticated) { try await authority.authenticate(kelvin) }
+  }
+
   /// A token whose `nbf` is more than a minute ahead of the broker's clock is refused, as an
   /// expired one is; within the minute (clocks differ a little), or past, it is taken — the
   /// same token, once its time comes, though it was refused before.
