@@ -78,11 +78,18 @@ extension Broker {
       let records = request.changes.enumerated().map { index, change in
         CardRecord(cardID: change.cardID, offset: first + Int64(index), card: change.card, changedAtMillis: now)
       }
+      let publish = PendingPublish(
+        topic: request.topic, epoch: head.epoch, records: records, idempotencyKey: request.idempotencyKey, completion: completion)
+      let inFlight = intake.publishes.byteCount
+      guard inFlight == 0 || inFlight + publish.byteCount <= configuration.maxInFlightPublishBytes else {
+        return .refused(
+          RPCError(
+            code: .unavailable,
+            message: "\(inFlight) bytes of publishes are waiting for storage, limit \(configuration.maxInFlightPublishBytes): retry later",
+            retryAfterMillis: 100))
+      }
       intake.heads[request.topic] = (head.epoch, first + Int64(records.count) - 1)
-      intake.publishes.append(
-        PendingPublish(
-          topic: request.topic, epoch: head.epoch, records: records, idempotencyKey: request.idempotencyKey,
-          completion: completion))
+      intake.publishes.append(publish)
       guard !intake.isCommitting else { return .queued }
       intake.isCommitting = true
       return .commit

@@ -35,6 +35,11 @@ public struct BrokerConfiguration: Sendable {
   /// over this period, so that clients do not all come back in the same instant. (A broker
   /// served by `pushline serve` gives its connections' GOAWAYs hints from the same spread.)
   public var reconnectSpread: Duration
+  /// The bytes of cards (with their IDs) the publishes waiting for storage may hold together;
+  /// past that, a publish is refused with UNAVAILABLE and a retry-after hint, so that a storage
+  /// slower than its publishers cannot run the broker out of memory. A publish finding none in
+  /// flight is taken whatever its size.
+  public var maxInFlightPublishBytes: Int
   /// New subscriptions admitted per second on average (bursts up to as many at once); past
   /// that, UNAVAILABLE with a retry-after hint. 0 admits everything.
   public var maxSubscribesPerSecond: Int
@@ -48,14 +53,15 @@ public struct BrokerConfiguration: Sendable {
 
   /// The defaults: 1,000 tombstones or 7 days, a 10-minute idempotency window, a watermark
   /// after 30 s of silence, 100,000 queued changes per subscriber, 100 subscriptions per
-  /// subject, reconnects spread over 5 s, 5,000 new subscriptions a second.
+  /// subject, reconnects spread over 5 s, 5,000 new subscriptions a second, 64 MiB of
+  /// publishes waiting for storage.
   public init(
     maxTombstonesPerTopic: Int = 1000, maxTombstoneAge: Duration = .seconds(7 * 86400),
     idempotencyWindow: Duration = .seconds(600), watermarkInterval: Duration = .seconds(30),
     maxQueuedChangesPerSubscription: Int = 100_000, maxChangesPerUpdate: Int = 512,
     maxChangesPerPublish: Int = defaultMaxChangesPerPublish,
     maxTopicsPerSubscription: Int = 1000, maxSubscriptionsPerSubject: Int = 100, reconnectSpread: Duration = .seconds(5),
-    maxSubscribesPerSecond: Int = 5000,
+    maxSubscribesPerSecond: Int = 5000, maxInFlightPublishBytes: Int = 64 << 20,
     nowMillis: @escaping @Sendable () -> Int64 = WallClock.systemMillis,
     metrics: BrokerMetrics = BrokerMetrics(), logger: Logger = Logger(label: "pushline.broker")
   ) {
@@ -70,6 +76,7 @@ public struct BrokerConfiguration: Sendable {
     self.maxSubscriptionsPerSubject = maxSubscriptionsPerSubject
     self.reconnectSpread = reconnectSpread
     self.maxSubscribesPerSecond = maxSubscribesPerSecond
+    self.maxInFlightPublishBytes = maxInFlightPublishBytes
     self.nowMillis = nowMillis
     self.metrics = metrics
     self.logger = logger

@@ -16,6 +16,11 @@ struct InFlightPublishes {
   private var numbers: [Broker.PublishRecordKey: Int] = [:]
   private var pendingStart = 0
   private var committingStart = 0
+  /// The bytes of the cards and card IDs of the publishes in flight, pending or committing:
+  /// what the broker bounds (``BrokerConfiguration/maxInFlightPublishBytes``).
+  private(set) var byteCount = 0
+  /// The part of ``byteCount`` the commit under way holds.
+  private var committingByteCount = 0
 
   /// How many publishes with an idempotency key are in flight.
   var keyCount: Int { numbers.count }
@@ -25,6 +30,7 @@ struct InFlightPublishes {
     if let key = publish.idempotencyKey {
       numbers[Broker.PublishRecordKey(topic: publish.topic, key: key)] = pendingStart + pending.count
     }
+    byteCount += publish.byteCount
     pending.append(publish)
   }
 
@@ -52,6 +58,7 @@ struct InFlightPublishes {
   /// have ended: ``finishCommitting()``.)
   mutating func startCommitting() -> [PendingPublish] {
     committing = pending
+    committingByteCount = byteCount
     pending = []
     committingStart = pendingStart
     pendingStart += committing.count
@@ -67,6 +74,8 @@ struct InFlightPublishes {
       guard let key = committing[position].idempotencyKey else { continue }
       numbers[Broker.PublishRecordKey(topic: committing[position].topic, key: key)] = nil
     }
+    byteCount -= committingByteCount
+    committingByteCount = 0
     defer { committing = [] }
     return committing
   }

@@ -13,6 +13,18 @@ struct PendingPublish {
   var completion: any PublishCompletion
   /// The retries that joined it, waiting too (usually none: no storage).
   var retries: [any PublishCompletion] = []
+  /// The bytes of its cards and card IDs, which it holds until answered.
+  let byteCount: Int
+
+  /// A publish of `records` to `topic` in `epoch`, answered through `completion`.
+  init(topic: String, epoch: Int64, records: [CardRecord], idempotencyKey: String?, completion: any PublishCompletion) {
+    self.topic = topic
+    self.epoch = epoch
+    self.records = records
+    self.idempotencyKey = idempotencyKey
+    self.completion = completion
+    byteCount = records.reduce(0) { $0 + $1.cardID.utf8.count + ($1.card?.encodedSize() ?? 0) }
+  }
 
   /// Answers the publisher with the offsets, and each retry with them marked `replayed`.
   func answerCommitted() {

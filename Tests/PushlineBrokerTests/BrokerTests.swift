@@ -273,6 +273,30 @@ struct BrokerTests {
     #expect(try snapshot.changes.map { try $0.card?.decoded() } == [card("a", 1)] && snapshot.throughOffset == 1)
   }
 
+  /// Publishes waiting for a slow storage hold at most the configured bytes: past them a
+  /// publish is refused with UNAVAILABLE and a hint, assigned no offset, and publishes are
+  /// taken again once the commit is done. A first publish is taken whatever its size.
+  @Test(.timeLimit(.minutes(1))) func publishesWaitingForStorageAreBoundedByBytes() async throws {
+    let storage = CountingStorage()
+    storage.holdCommits()
+    let broker = try await Broker(
+      storage: storage, configuration: BrokerConfiguration(maxInFlightPublishBytes: 600, nowMillis: clock.function))
+    let big = titled("big", bytes: 1000)
+    let first = broker.enqueuePublish("t", [big])  // over the bound alone: taken
+    await storage.waitUntilHeld()
+    let second = broker.enqueuePublish("t", [card("a", 1)])
+    #expect(second.isAnswered)
+    let refusal = await #expect(throws: RPCError.self) { try await second.value }
+    #expect(refusal?.code == .unavailable && refusal?.retryAfterMillis != nil)
+    storage.release()
+    #expect(try await first.value.lastOffset == 1)
+    let small = (0..<3).map { broker.enqueuePublish("u", [card("c\($0)", 1)]) }  // tens of bytes each
+    var offsets: [Int64] = []
+    for answer in small { offsets.append(try await answer.value.lastOffset) }
+    #expect(offsets == [1, 2, 3])
+    #expect(try await broker.publish("t", [card("a", 1)]).firstOffset == 2)  // no offset went to the refused one
+  }
+
   /// Tombstones go once older than the maximum age, checked as the topic is published to — a
   /// younger one stays, even when an older removal of a card since upserted again is gone.
   @Test func tombstonesGoOnceOlderThanTheMaximumAge() async throws {
