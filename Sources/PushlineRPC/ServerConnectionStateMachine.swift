@@ -142,6 +142,9 @@ public struct ServerConnectionStateMachine: Sendable {
     var heldRequestBytes = 0
     /// The requests of the pipelined calls delivered and not answered yet, together.
     var unansweredRequests = 0
+    /// The pipelined calls refused mid-way, with the status each ends with once the requests
+    /// before the refusal are answered; their later frames are dropped.
+    var refusals: [UInt32: CallStatus] = [:]
 
     /// The client half-closed `callID`: its request goes to its handler, so the call holds it
     /// no longer.
@@ -157,6 +160,7 @@ public struct ServerConnectionStateMachine: Sendable {
     /// Ends `callID` on the client's side, with what it holds.
     mutating func removeCall(_ callID: UInt32) {
       messages.discard(callID: callID)
+      if !refusals.isEmpty { refusals[callID] = nil }
       guard let requests = calls.removeValue(forKey: callID)?.requests else { return }
       heldRequestBytes -= requests.heldBytes
       if case .pipelined(let unanswered) = requests { unansweredRequests -= Int(unanswered) }
@@ -404,6 +408,8 @@ public struct ServerConnectionStateMachine: Sendable {
       return
     }
     open.pingsWithoutActivity = 0
+    // A pipelined call refused mid-way takes nothing more; the client may still cancel it.
+    guard open.refusals.isEmpty || open.refusals[frame.callID] == nil || frame.kind == .cancel else { return }
     switch frame.kind {
     case .cancel:
       open.removeCall(frame.callID)
@@ -472,8 +478,18 @@ public struct ServerConnectionStateMachine: Sendable {
     return [.close(after: [.preface(ConnectionPreface()), Self.goAway(lastCallID: 0, refusal)])]
   }
 
-  /// Ends a call the client broke the rules of, with `code`; the connection carries on.
+  /// Ends a call the client broke the rules of, with `code`; the connection carries on. A
+  /// pipelined call ends in its place in the order (2.6): its handler answers the requests it
+  /// has, then the call ends with this status rather than its handler's OK.
   private mutating func refuse(_ callID: UInt32, _ code: StatusCode, _ message: String, open: inout Open) -> [Action] {
+    if case .pipelined = open.calls[callID]?.requests {
+      var status = CallStatus(code: code.rawValue)
+      status.message = message
+      open.refusals[callID] = status
+      guard open.calls[callID]?.isHalfClosed == false else { return [] }
+      open.halfClose(callID)
+      return [.deliverEndOfRequests(callID: callID)]
+    }
     open.removeCall(callID)
     return [.cancelCall(callID: callID), .write([Self.status(callID, code, message)])] + closeIfDrained(open, after: [])
   }
@@ -546,6 +562,8 @@ public struct ServerConnectionStateMachine: Sendable {
       state.restore(consume open)
       return nil
     }
+    // A handler's own failure came first in the order; its OK, before the refusal.
+    let status = status == Self.ok ? open.refusals[callID] ?? status : status
     open.removeCall(callID)
     let payload = status == Self.ok ? Self.okPayload : status.serializedBytes()
     let frame = Frame(kind: .status, callID: callID, payload: payload)

@@ -260,9 +260,10 @@ struct ServerConnectionStateMachineTests {
       #expect(machine.send(message: [9], compressed: false, callID: 1) == [.write([.message(callID: 1, compressed: false, bytes: [9])])])
     }
     #expect(machine.received(.frame(Frame(kind: .halfClose, callID: 1)), serverTimeMillis: 0) == [.deliverEndOfRequests(callID: 1)])
-    // After the HALF_CLOSE, a request is a violation of the call, as on any call.
-    let late = machine.received(Self.message(1, [1]), serverTimeMillis: 0)
-    #expect(try Self.status(in: late.last)?.code == StatusCode.internal.rawValue)
+    // After the HALF_CLOSE, a request is a violation of the call, as on any call: it ends with
+    // INTERNAL once its handler is done (the requests before it were answered).
+    #expect(machine.received(Self.message(1, [1]), serverTimeMillis: 0).isEmpty)
+    #expect(try Self.status(in: machine.finishCall(callID: 1, status: CallStatus(code: 0)).last)?.code == StatusCode.internal.rawValue)
     // Other methods still take one request.
     _ = machine.received(Self.start(2), serverTimeMillis: 0)
     _ = machine.received(Self.message(2, [1]), serverTimeMillis: 0)
@@ -284,12 +285,35 @@ struct ServerConnectionStateMachineTests {
     // An answer on call 1 makes room for one more request, on either call.
     _ = machine.send(message: [9], compressed: false, callID: 1)
     #expect(machine.received(Self.message(2, [2]), serverTimeMillis: 0) == [.deliverMessage(callID: 2, payload: [2], compressed: false)])
-    let refused = machine.received(Self.message(1, [1]), serverTimeMillis: 0)
-    #expect(refused.first == .cancelCall(callID: 1))
-    #expect(try Self.status(in: refused.last)?.code == StatusCode.resourceExhausted.rawValue)
-    // Call 1's end gives its one unanswered request's room back.
+    // Past the budget the call takes no more: the request it has is answered, then it ends.
+    #expect(machine.received(Self.message(1, [1]), serverTimeMillis: 0) == [.deliverEndOfRequests(callID: 1)])
+    #expect(machine.received(Self.message(1, [1]), serverTimeMillis: 0).isEmpty)
+    #expect(machine.send(message: [9], compressed: false, callID: 1) == [.write([.message(callID: 1, compressed: false, bytes: [9])])])
+    let end = machine.finishCall(callID: 1, status: CallStatus(code: 0))
+    #expect(try Self.status(in: end.last)?.code == StatusCode.resourceExhausted.rawValue)
+    // Call 1's end gives its room back.
     _ = machine.received(Self.start(3, pipelined), serverTimeMillis: 0)
     #expect(machine.received(Self.message(3, [3]), serverTimeMillis: 0) == [.deliverMessage(callID: 3, payload: [3], compressed: false)])
+    #expect(!machine.isClosed)
+  }
+
+  /// A pipelined call refused mid-way (a request over the message limit) ends in its place in
+  /// the order: the requests before it are answered, then the refusal's status follows in place
+  /// of the handler's OK; a failure of the handler's own, which came first, stands.
+  @Test func aPipelinedCallRefusedMidWayAnswersTheRequestsBeforeTheRefusal() throws {
+    let pipelined = "/test.Pipelined/Echo"
+    var configuration = Machine.Configuration(compressions: [.deflate], pipelinedMethods: [pipelined])
+    configuration.limits.maxMessageSize = 4
+    var (machine, _) = Self.connected(configuration)
+    for callID: UInt32 in 1...2 {
+      _ = machine.received(Self.start(callID, pipelined), serverTimeMillis: 0)
+      for _ in 0..<2 { #expect(machine.received(Self.message(callID, [1]), serverTimeMillis: 0).count == 1) }
+      #expect(machine.received(Self.message(callID, [1, 2, 3, 4, 5]), serverTimeMillis: 0) == [.deliverEndOfRequests(callID: callID)])
+      for _ in 0..<2 { #expect(machine.send(message: [9], compressed: false, callID: callID).count == 1) }
+    }
+    #expect(try Self.status(in: machine.finishCall(callID: 1, status: CallStatus(code: 0)).last)?.code == StatusCode.resourceExhausted.rawValue)
+    let failed = machine.finishCall(callID: 2, status: CallStatus(code: StatusCode.unavailable.rawValue))
+    #expect(try Self.status(in: failed.last)?.code == StatusCode.unavailable.rawValue)
     #expect(!machine.isClosed)
   }
 
