@@ -99,7 +99,10 @@ public final class Broker: Sendable {
   ) throws(RPCError) -> EncodedTopicUpdate {
     try Self.authorizeRead(topic, principal)
     let now = configuration.nowMillis()
-    let snapshot = state.withLock { state in (state.topics[topic] ?? Self.newTopic(topic, in: state)).snapshot(nowMillis: now) }
+    // Copied under the lock (the card table is shared, not copied), built outside it: a
+    // topic of 100,000 cards takes a while to sort, and commits and subscribes wait for the lock.
+    let copy = state.withLock { state in state.topics[topic] ?? Self.newTopic(topic, in: state) }
+    let snapshot = copy.snapshot(nowMillis: now)
     let size = snapshot.encodedSize()
     guard size <= maxMessageSize else {
       throw RPCError(
@@ -133,6 +136,13 @@ public final class Broker: Sendable {
     }
     for position in request.topics { try Self.authorizeRead(position.topic, principal) }
     let now = configuration.nowMillis()
+    // Each topic's catch-up or snapshot is built outside the lock, from a copy, and used
+    // under it if the topic has not changed meanwhile (usually); else it is built again there.
+    let copies = state.withLock { state in request.topics.map { state.topics[$0.topic] } }
+    let longest = configuration.maxQueuedChangesPerSubscription / 2
+    let prepared = zip(request.topics, copies).map { position, copy in
+      copy.map { PreparedStart($0, from: position, catchUpsUpTo: longest, nowMillis: now) }
+    }
     return try state.withLock { state throws(RPCError) in
       guard !state.isShutDown else {
         throw RPCError(code: .unavailable, message: "the broker is shutting down", retryAfterMillis: 1000)
@@ -150,17 +160,16 @@ public final class Broker: Sendable {
         nowMillis: now)
       let id = ObjectIdentifier(subscription)
       state.subscriptionsPerSubject[principal.subject] = held + 1
-      for position in request.topics {
+      for (position, prepared) in zip(request.topics, prepared) {
         let topic = Self.topic(position.topic, in: &state)
+        var start = prepared.flatMap { $0.isCurrent(for: topic) ? $0 : nil } ?? PreparedStart(topic, from: position, catchUpsUpTo: longest, nowMillis: now)
         // A catch-up past half the queue's room is a snapshot, as a queue overflowing later
         // gets: the catch-up's cards changed meanwhile queue behind it, and need the rest.
-        if topic.canResume(epoch: position.epoch, offset: position.offset), let offset = position.offset,
-          case let catchUp = topic.changes(after: offset),
-          catchUp.count <= (configuration.maxQueuedChangesPerSubscription - subscription.queuedChanges) / 2
-        {
+        if let catchUp = start.catchUp, catchUp.count <= (configuration.maxQueuedChangesPerSubscription - subscription.queuedChanges) / 2 {
           subscription.attach(topic, catchUp: catchUp, snapshot: nil)
         } else {
-          subscription.attach(topic, catchUp: nil, snapshot: topic.snapshot(nowMillis: now))
+          if start.snapshot == nil { start.snapshot = topic.snapshot(nowMillis: now) }
+          subscription.attach(topic, catchUp: nil, snapshot: start.snapshot)
         }
         state.subscribers[topic.name, default: [:]][id] = subscription
       }
@@ -192,10 +201,14 @@ public final class Broker: Sendable {
     if subscription.principal.expiresAtMillis <= now { endExpired(subscription) }
     let overflowed = subscription.topicsNeedingSnapshot
     if !overflowed.isEmpty {
+      // Built outside the lock from copies, as a subscription's snapshots are.
+      let copies = state.withLock { state in overflowed.map { state.topics[$0] } }
+      let prepared = copies.map { $0.map { PreparedStart($0, from: nil, nowMillis: now) } }
       state.withLock { state in
-        for name in overflowed {
+        for (name, prepared) in zip(overflowed, prepared) {
           let topic = Self.topic(name, in: &state)
-          subscription.resynchronize(topic, snapshot: topic.snapshot(nowMillis: now))
+          let snapshot = prepared.flatMap { $0.isCurrent(for: topic) ? $0.snapshot : nil } ?? topic.snapshot(nowMillis: now)
+          subscription.resynchronize(topic, snapshot: snapshot)
         }
       }
     }
