@@ -166,9 +166,11 @@ public struct OutboundQueue: Sendable {
     _ run: EncodedChangeRun, from start: Int, topic: String, whileFewerThan maxChanges: Int
   ) -> (appended: Int, coalesced: Int) {
     var (appended, coalesced) = (0, spellOutRuns(of: topic))
-    for position in start..<run.count {
-      guard changeCount < maxChanges else { break }
-      if appendReplacingQueued(run.changes[position], topic: topic) { coalesced += 1 }
+    for change in run.changes[start...] {
+      let queued = position(of: Key(topic: topic, cardID: change.cardID))
+      // At the bound, a change that replaces a queued one still fits: the queue does not grow.
+      guard queued != nil || changeCount < maxChanges else { break }
+      if append(change, topic: topic, replacingAt: queued) { coalesced += 1 }
       appended += 1
     }
     return (appended, coalesced)
@@ -219,14 +221,18 @@ public struct OutboundQueue: Sendable {
 
   /// Queues `change`, replacing a queued change of its card; whether it replaced one.
   private mutating func appendReplacingQueued(_ change: EncodedCardChange, topic: String) -> Bool {
-    var coalesced = false
-    if let position = position(of: Key(topic: topic, cardID: change.cardID)) {
-      remove(at: position)
+    append(change, topic: topic, replacingAt: position(of: Key(topic: topic, cardID: change.cardID)))
+  }
+
+  /// Queues `change` at the back, removing the queued change of its card at `queued` (found by
+  /// ``position(of:)``) if any; returns whether it replaced one.
+  private mutating func append(_ change: EncodedCardChange, topic: String, replacingAt queued: Int?) -> Bool {
+    if let queued {
+      remove(at: queued)
       coalescedCount += 1
-      coalesced = true
     }
     appendSlot(.change(topic: topic, change))
-    return coalesced
+    return queued != nil
   }
 
   /// Adds `entry` at the back, and counts it.

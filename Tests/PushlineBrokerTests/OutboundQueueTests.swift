@@ -160,8 +160,9 @@ struct OutboundQueueTests {
         } else {
           coalesced = Self.spellOut(topic, in: &model)
           for change in changes[start...] {
-            guard model.count(where: { if case .change = $0 { true } else { false } }) < bound else { break }
             let replaced = model.firstIndex { if case .change(topic, let queued, _) = $0 { queued.cardID == change.cardID } else { false } }
+            // At the bound only a replacement fits.
+            guard replaced != nil || model.count(where: { if case .change = $0 { true } else { false } }) < bound else { break }
             if let replaced {
               model.remove(at: replaced)
               coalesced += 1
@@ -271,6 +272,22 @@ struct OutboundQueueTests {
     var queue = OutboundQueue()
     #expect(queue.append(run(1), from: 0, topic: "t", whileFewerThan: 10, stacking: true) == (6, 0))
     #expect(queue.append(run(7), from: 0, topic: "t", whileFewerThan: 10, stacking: true) == (6, 6))
+    #expect(queue.changeCount == 6)
+  }
+
+  /// A queue at its bound still takes newer versions of the cards it holds, which replace
+  /// them and do not grow it; a new card is the first change that does not fit.
+  @Test func aFullQueueStillCoalesces() {
+    func change(_ id: String, _ offset: Int64) -> EncodedCardChange {
+      EncodedCardChange(upserting: EncodedCard(card(id, Int(offset))), offset: offset)
+    }
+    var queue = OutboundQueue()
+    let first = EncodedChangeRun((0..<6).map { change("c\($0)", Int64($0 + 1)) })
+    #expect(queue.append(first, from: 0, topic: "t", whileFewerThan: 6) == (6, 0))
+    let newer = EncodedChangeRun((0..<6).map { change("c\($0)", Int64($0 + 7)) })
+    #expect(queue.append(newer, from: 0, topic: "t", whileFewerThan: 6) == (6, 6))
+    let mixed = EncodedChangeRun([change("c0", 13), change("new", 14), change("c1", 15)])
+    #expect(queue.append(mixed, from: 0, topic: "t", whileFewerThan: 6) == (1, 1))
     #expect(queue.changeCount == 6)
   }
 
