@@ -112,6 +112,23 @@ public final class Broker: Sendable {
     return snapshot
   }
 
+  /// Topics with more cards than this have their snapshots and catch-ups built off the
+  /// caller's executor (``buildingStarts(of:_:)``).
+  static let largeTopicCards = 4096
+
+  /// Runs `body` — a read that builds the snapshots or catch-ups of `topics` (``cards(in:for:maxMessageSize:)``,
+  /// ``subscribe(_:for:maxMessageSize:)``) — on the global executor when one of them has many
+  /// cards, not on the caller's: a transport's is its connection's event loop, which other
+  /// connections share, and sorting 100,000 cards takes tens of milliseconds (fifty such reads
+  /// held a loop, and its connections' publishes and deliveries, for 1.5 s).
+  public func buildingStarts<T: Sendable>(
+    of topics: [String], _ body: @Sendable () throws(RPCError) -> T
+  ) async throws(RPCError) -> T {
+    let large = state.withLock { state in topics.contains { (state.topics[$0]?.records.count ?? 0) > Self.largeTopicCards } }
+    guard large else { return try body() }
+    return try await withTaskExecutorPreference(globalConcurrentExecutor) { () async throws(RPCError) -> T in try body() }
+  }
+
   /// Opens a subscription: per topic, the changes since the client's position when it can
   /// resume, otherwise a snapshot; then live changes. Call ``nextUpdates(for:)`` to drain it
   /// and ``unsubscribe(_:)`` when the stream ends.

@@ -44,12 +44,18 @@ public enum BrokerService {
     }
     router.registerUnary(getCardsMethod, request: GetCardsRequest.self, response: EncodedTopicUpdate.self) { request, context in
       let principal = try await authority.authenticate(context.peer.authToken)
-      return try broker.cards(in: request.topic, for: principal, maxMessageSize: context.peer.limits.maxMessageSize)
+      let limit = context.peer.limits.maxMessageSize
+      return try await broker.buildingStarts(of: [request.topic]) { () throws(RPCError) in
+        try broker.cards(in: request.topic, for: principal, maxMessageSize: limit)
+      }
     }
     router.registerServerStreaming(subscribeMethod, request: SubscribeRequest.self, response: EncodedTopicUpdate.self) {
       request, writer, context in
       let principal = try await authority.authenticate(context.peer.authToken)
-      let subscription = try broker.subscribe(request, for: principal, maxMessageSize: context.peer.limits.maxMessageSize)
+      let limit = context.peer.limits.maxMessageSize
+      let subscription = try await broker.buildingStarts(of: request.topics.map(\.topic)) { () throws(RPCError) in
+        try broker.subscribe(request, for: principal, maxMessageSize: limit)
+      }
       // The transport pulls the subscription's updates on the connection's event loop when
       // the fan-out wakes it: no task switch per delivery, and no task waiting per stream (the
       // stream's end unsubscribes). Without a pump, this task writes.

@@ -490,6 +490,24 @@ struct BrokerTests {
     #expect(try ready(subscription).flatMap(\.changes).compactMap(\.offset) == [1, 2, 3])
   }
 
+  /// The snapshot or catch-up of a topic with many cards is built off the caller's executor
+  /// (a connection's event loop, shared with other connections); a small topic's, in place.
+  @Test(.timeLimit(.minutes(1))) func startsOfLargeTopicsAreBuiltOffTheCallersExecutor() async throws {
+    let broker = try await makeBroker()
+    try await broker.publish("big", (0...Broker.largeTopicCards).map { card("c\($0)", 1) })
+    try await broker.publish("small", [card("a", 1)])
+    for (topic, inPlace) in [("small", true), ("big", false)] {
+      let executor = QueuedTaskExecutor()
+      let (built, build) = AsyncStream<Bool>.makeStream()
+      Task(executorPreference: executor) {
+        try await broker.buildingStarts(of: [topic]) { () throws(RPCError) in build.yield(executor.isRunningTheCaller) }
+      }
+      executor.runQueuedJobs()
+      var results = built.makeAsyncIterator()
+      #expect(await results.next() == inPlace, "\(topic)")
+    }
+  }
+
   /// Only the first batch runs on the executor a commit started on: publishes that keep
   /// arriving (from other connections) are committed on the global executor, so that the
   /// event loop gets back to its sockets.
