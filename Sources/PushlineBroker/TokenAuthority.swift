@@ -118,10 +118,14 @@ public final class TokenAuthority: Sendable {
     let result: Result<Principal, RPCError>
     do {
       let claims = try await keys.verify(token, as: TokenClaims.self)
+      // Subscriptions are counted per subject: tokens without one would all share a quota.
+      guard !claims.sub.value.isEmpty else { throw RPCError(code: .unauthenticated, message: "the auth token's subject is empty") }
       result = .success(
         Principal(
           subject: claims.sub.value, role: claims.role, topics: claims.topics, expiresAtMillis: Self.millis(claims.exp.value),
           notBeforeMillis: claims.nbf.map { Self.millis($0.value) } ?? .min))
+    } catch let error as RPCError {
+      result = .failure(error)
     } catch {
       result = .failure(RPCError(code: .unauthenticated, message: "the auth token does not verify: \(error)"))
     }

@@ -55,6 +55,15 @@ struct TokenAuthorityTests {
     #expect(throws: RPCError.self) { try answer.get() }
   }
 
+  /// A token with an empty subject is refused: subscriptions are counted per subject, and
+  /// such tokens (from another issuer; `pushline token` mints none) would share one quota.
+  @Test func aTokenWithAnEmptySubjectIsRefused() async throws {
+    let authority = try await TokenAuthority(secret: Self.secret, nowMillis: clock.function)
+    let token = try await authority.mint(subject: "", role: .subscriber, topics: ["*"], expiresAtMillis: clock.now + 60_000)
+    let error = await #expect(throws: RPCError.self) { try await authority.authenticate(token) }
+    #expect(error?.code == .unauthenticated && error?.message == "the auth token's subject is empty")
+  }
+
   /// A token is its bytes: one with a "K" spelled as the Kelvin sign, equal to it as Swift
   /// text, neither takes the verified token's place nor, presented first, has it refused.
   @Test func aTokenEqualOnlyAsUnicodeTextIsAnotherToken() async throws {
