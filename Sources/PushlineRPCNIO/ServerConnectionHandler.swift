@@ -284,7 +284,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
     if let event = event as? ShutDown {
       execute(machine.shutDown(retryAfterMillis: event.retryAfterMillis))
-      retire(context: context, endingLateCallsWith: RPCError(code: .unavailable, message: "the server has shut down"))
+      retire(
+        context: context, endingLateCallsWith: RPCError(code: .unavailable, message: "the server has shut down"),
+        retryAfterMillis: event.retryAfterMillis)
     } else if let event = event as? ChannelEvent, event == .inputClosed {
       peerFinishedSending()
       let late = RPCError(code: .cancelled, message: "the client finished sending, and the call did not end within the grace period")
@@ -311,12 +313,16 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   /// Lets the calls in progress end, on a shutdown or once the peer has finished sending: each
   /// pumped stream hears that its connection is going away, a pipelined call takes no more
   /// requests (it ends once those it has are answered), and after the grace period what is
-  /// still open ends with `late`. Once only; not on a connection already closed.
-  private func retire(context: ChannelHandlerContext, endingLateCallsWith late: RPCError) {
+  /// still open ends with `late`. Once only; not on a connection already closed. A pipelined
+  /// call's UNAVAILABLE carries `retryAfterMillis`, its GOAWAY's hint (none when the peer
+  /// finished sending).
+  private func retire(context: ChannelHandlerContext, endingLateCallsWith late: RPCError, retryAfterMillis: UInt32? = nil) {
     guard self.context != nil, graceTimer == nil else { return }
     isGoingAway = true
     for call in calls.values { call.pump?.connectionIsGoingAway() }
-    let goingAway = RPCError(code: .unavailable, message: "the server is going away; retry on a new connection").status
+    let goingAway = RPCError(
+      code: .unavailable, message: "the server is going away; retry on a new connection", retryAfterMillis: retryAfterMillis
+    ).status
     for (callID, call) in calls {
       guard case .pipeline(let pipeline) = call.receiver else { continue }
       pipeline.end(with: goingAway) { carryOut($0, of: callID) }
