@@ -22,6 +22,10 @@ final class CallPump: ResponsePump {
   private let isOver = Atomic<Bool>(false)
   /// Whether the source was last told that the connection takes bytes (changed on the loop).
   private let toldWritable = Atomic<Bool>(false)
+  /// The connection is going away and the source has not been pulled since: the next pull
+  /// happens even if the channel is full, so that a stream ending at the GOAWAY ends then,
+  /// not when a client that reads nothing makes room (or after the grace period).
+  private let pullsDespiteFullChannel = Atomic<Bool>(false)
 
   /// A pump of `source`'s responses for the call `callID`, pulled through `scheduler` (on the
   /// connection's event loop).
@@ -45,6 +49,7 @@ final class CallPump: ResponsePump {
   /// end the stream (on the loop).
   func connectionIsGoingAway() {
     source.connectionIsGoingAway()
+    pullsDespiteFullChannel.store(true, ordering: .releasing)
     wake()
   }
 
@@ -70,9 +75,11 @@ final class CallPump: ResponsePump {
     isScheduled.store(false, ordering: .releasing)
     guard !isOver.load(ordering: .acquiring) else { return }
     let handler = connection.value
-    // While the channel is full, what the source holds stays there (to be coalesced).
-    guard handler.isWritable else { return waitUntilWritable(handler) }
-    tell(isWritable: true)
+    // While the channel is full, what the source holds stays there (to be coalesced) — but
+    // once after the GOAWAY, one batch more is buffered: the stream's end, usually.
+    let goingAway = pullsDespiteFullChannel.exchange(false, ordering: .acquiringAndReleasing)
+    guard handler.isWritable || goingAway else { return waitUntilWritable(handler) }
+    if handler.isWritable { tell(isWritable: true) }
     let outcome: ServerConnectionHandler.SendOutcome?
     do throws(RPCError) {
       outcome = try handler.writeResponses(callID: callID, compresses: compresses) { batch throws(RPCError) in

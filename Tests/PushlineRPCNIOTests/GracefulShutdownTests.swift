@@ -1,4 +1,6 @@
 import NIOCore
+import NIOPosix
+import PushlineTesting
 import PushlineRPC
 import PushlineRPCNIO
 import PushlineSchema
@@ -127,6 +129,63 @@ struct GracefulShutdownTests {
       // With the GOAWAY's hint, as any UNAVAILABLE of a shutdown.
       await #expect { try await late.value } throws: { ($0 as? RPCError)?.code == .unavailable && ($0 as? RPCError)?.retryAfterMillis != nil }
       #expect(held.completions.withLock { $0.count } == 2)
+    }
+  }
+
+  /// A stream whose client reads nothing ends at its connection's GOAWAY all the same: the
+  /// server stops soon after, not after its grace period (a minute here, the test's limit).
+  @Test(.timeLimit(.minutes(1))) func aStreamToAClientThatReadsNothingEndsAtTheGoAway() async throws {
+    let flood = FloodEndingAtTheGoAway()
+    var router = RPCRouter()
+    router.registerServerStreaming("/test.Watch/Flood", request: MetadataEntry.self, response: MetadataEntry.self) { _, writer, _ in
+      writer.pump(from: flood)?.wake()
+    }
+    let (ports, reportPort) = AsyncStream<Int>.makeStream()
+    let server = Task {
+      try await RPCServer(router: router, configuration: .init(port: 0, gracePeriod: .seconds(120))).withRunningServer { address in
+        reportPort.yield(address.port!)
+        var full = flood.channelFull.makeAsyncIterator()
+        await full.next()  // the client has let the connection fill
+      }
+    }
+    var portIterator = ports.makeAsyncIterator()
+    let port = try #require(await portIterator.next())
+    let call = [
+      Frame(kind: .callStart, callID: 1, payload: CallStart(method: "/test.Watch/Flood").serializedBytes()),
+      Frame(kind: .message, callID: 1, payload: [0] + MetadataEntry(key: "go").serializedBytes()),
+      Frame(kind: .halfClose, callID: 1),
+    ]
+    let opener = RawPeer.Opener(RawPeer.opening + call.flatMap(\.bytes))
+    let client = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+      .channelOption(.autoRead, value: false)
+      .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(opener) } }
+      .connect(host: "127.0.0.1", port: port).get()
+    try await server.value
+    #expect(flood.endedAtTheGoAway.withLock { $0 })
+    try? await client.close()
+  }
+
+  /// Hands out a 60 KiB response per pull until its connection goes away, then ends; says when
+  /// its connection stops taking bytes.
+  final class FloodEndingAtTheGoAway: ResponseSource {
+    let (channelFull, reportFull) = AsyncStream<Void>.makeStream()
+    let isGoingAway = Mutex(false)
+    let endedAtTheGoAway = Mutex(false)
+
+    func nextResponses(into batch: inout ResponseBatch) {
+      guard !isGoingAway.withLock({ $0 }) else {
+        endedAtTheGoAway.withLock { $0 = true }
+        return batch.endStream()
+      }
+      batch.append(MetadataEntry(key: String(repeating: "x", count: 60_000)))
+    }
+
+    func connectionIsGoingAway() {
+      isGoingAway.withLock { $0 = true }
+    }
+
+    func connectionWritabilityChanged(_ isWritable: Bool) {
+      if !isWritable { reportFull.yield() }
     }
   }
 
