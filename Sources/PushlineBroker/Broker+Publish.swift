@@ -278,7 +278,7 @@ extension Broker {
   private func takePendingBatch() -> (StorageBatch, [PendingPublish])? {
     let now = configuration.nowMillis()
     let window = configuration.idempotencyWindowMillis
-    let taken = intake.withLock { intake -> (publishes: [PendingPublish], prunes: [TombstonePrune])? in
+    let taken = intake.withLock { intake -> (publishes: [PendingPublish], prunes: [TombstonePrune], oldestKept: Int64?)? in
       guard !intake.publishes.pending.isEmpty || !intake.pendingPrunes.isEmpty else {
         intake.isCommitting = false
         return nil
@@ -289,9 +289,9 @@ extension Broker {
         intake.failedPrunes = [:]
       }
       defer { intake.pendingPrunes = [] }
-      return (intake.publishes.startCommitting(), prunes)
+      return (intake.publishes.startCommitting(), prunes, intake.publishRecords.oldestCommitMillis)
     }
-    guard let (publishes, prunes) = taken else { return nil }
+    guard let (publishes, prunes, oldestKept) = taken else { return nil }
     var batch = StorageBatch()
     batch.topics.reserveCapacity(publishes.count)
     var topicIndex: [String: Int] = [:]
@@ -315,7 +315,8 @@ extension Broker {
       }
     }
     batch.prunes = prunes
-    batch.forgetPublishRecordsBeforeMillis = now - window
+    // Storage forgets what memory has (the window, or past the most kept, the oldest records).
+    batch.forgetPublishRecordsBeforeMillis = max(now - window, oldestKept ?? .min)
     batch.maxPublishRecordsToForget = max(Self.publishRecordsForgottenPerCommit, 2 * batch.publishRecords.count)
     return (batch, publishes)
   }
@@ -383,10 +384,11 @@ extension Broker {
       return (prunes, fanOut)
     }
     let committed = intake.withLock { intake in
-      if let cutoff = batch.forgetPublishRecordsBeforeMillis {
-        intake.publishRecords.forget(committedBefore: cutoff, atMost: batch.maxPublishRecordsToForget)
-      }
       for record in batch.publishRecords { intake.publishRecords.insert(record) }
+      if let cutoff = batch.forgetPublishRecordsBeforeMillis {
+        intake.publishRecords.forget(
+          committedBefore: cutoff, keepingAtMost: configuration.maxPublishRecords, atMost: batch.maxPublishRecordsToForget)
+      }
       intake.pendingPrunes += prunes
       return intake.publishes.finishCommitting()
     }

@@ -11,6 +11,11 @@ public struct BrokerConfiguration: Sendable {
   public var maxTombstoneAge: Duration
   /// How long a publish's idempotency key is remembered.
   public var idempotencyWindow: Duration
+  /// How many idempotency keys are remembered at most (about 200 bytes each with a UUID for
+  /// key, up to 900 with the longest keys and topic names): past that, the oldest are
+  /// forgotten before their window ends, so that publishers minting a key per publish at a
+  /// high rate cannot run the broker out of memory (a retry of a forgotten one is applied again).
+  public var maxPublishRecords: Int
   /// A subscribed topic of which nothing was sent for this long gets a freshness watermark.
   public var watermarkInterval: Duration
   /// Changes queued for one subscriber, beyond which a topic's queue is replaced by a
@@ -51,13 +56,14 @@ public struct BrokerConfiguration: Sendable {
   /// Where the broker logs what operators should know (failed commits, expired streams).
   public var logger: Logger
 
-  /// The defaults: 1,000 tombstones or 7 days, a 10-minute idempotency window, a watermark
+  /// The defaults: 1,000 tombstones or 7 days, a 10-minute idempotency window for up to
+  /// 1,000,000 keys, a watermark
   /// after 30 s of silence, 100,000 queued changes per subscriber, 100 subscriptions per
   /// subject, reconnects spread over 5 s, 5,000 new subscriptions a second, 64 MiB of
   /// publishes waiting for storage.
   public init(
     maxTombstonesPerTopic: Int = 1000, maxTombstoneAge: Duration = .seconds(7 * 86400),
-    idempotencyWindow: Duration = .seconds(600), watermarkInterval: Duration = .seconds(30),
+    idempotencyWindow: Duration = .seconds(600), maxPublishRecords: Int = 1_000_000, watermarkInterval: Duration = .seconds(30),
     maxQueuedChangesPerSubscription: Int = 100_000, maxChangesPerUpdate: Int = 512,
     maxChangesPerPublish: Int = defaultMaxChangesPerPublish,
     maxTopicsPerSubscription: Int = 1000, maxSubscriptionsPerSubject: Int = 100, reconnectSpread: Duration = .seconds(5),
@@ -68,6 +74,7 @@ public struct BrokerConfiguration: Sendable {
     self.maxTombstonesPerTopic = maxTombstonesPerTopic
     self.maxTombstoneAge = maxTombstoneAge
     self.idempotencyWindow = idempotencyWindow
+    self.maxPublishRecords = maxPublishRecords
     self.watermarkInterval = watermarkInterval
     self.maxQueuedChangesPerSubscription = maxQueuedChangesPerSubscription
     self.maxChangesPerUpdate = maxChangesPerUpdate

@@ -21,6 +21,9 @@ struct PublishRecords {
   /// How many records are kept, expired or not.
   var count: Int { records.count }
 
+  /// When the oldest record kept was committed; `nil` when none is.
+  var oldestCommitMillis: Int64? { chunks.first?[head].committedAtMillis }
+
   /// The record of `key`, if it was committed at or after `cutoff`.
   func record(of key: Broker.PublishRecordKey, committedSince cutoff: Int64) -> PublishRecord? {
     guard let record = records[key], record.committedAtMillis >= cutoff else { return nil }
@@ -38,11 +41,11 @@ struct PublishRecords {
     chunks[chunks.count - 1].append((key, record.committedAtMillis))
   }
 
-  /// Forgets the oldest records committed before `cutoff`, `limit` at most. A key recorded
-  /// again since keeps its newer record.
-  mutating func forget(committedBefore cutoff: Int64, atMost limit: Int) {
+  /// Forgets the oldest records committed before `cutoff`, and more while over `maxCount`
+  /// records, `limit` at most. A key recorded again since keeps its newer record.
+  mutating func forget(committedBefore cutoff: Int64, keepingAtMost maxCount: Int = .max, atMost limit: Int) {
     var forgotten = 0
-    while forgotten < limit, let oldest = chunks.first?[head], oldest.committedAtMillis < cutoff {
+    while forgotten < limit, let oldest = chunks.first?[head], oldest.committedAtMillis < cutoff || records.count > maxCount {
       if records[oldest.key]?.committedAtMillis == oldest.committedAtMillis { records[oldest.key] = nil }
       forgotten += 1
       head += 1

@@ -391,6 +391,16 @@ struct BrokerTests {
     #expect(retry.replayed == true && retry.firstOffset == again.firstOffset)
   }
 
+  /// Past the most records kept, the oldest are forgotten before their window ends: a retry
+  /// of one is applied again, of a younger one still answered as a replay.
+  @Test func pastTheMostRecordsKeptTheOldestAreForgotten() async throws {
+    let broker = try await makeBroker { $0.maxPublishRecords = 3 }
+    for index in 0..<5 { try await broker.publish("t", [card("c\(index)", 1)], key: "k\(index)") }
+    #expect(broker.intake.withLock { $0.publishRecords.count } == 3)
+    #expect(try await broker.publish("t", [card("c0", 1)], key: "k0").replayed == nil)
+    #expect(try await broker.publish("t", [card("c4", 1)], key: "k4").replayed == true)
+  }
+
   /// A negative idempotency window, however long, counts as none: a key is forgotten as soon
   /// as the clock moves on.
   @Test func aNegativeIdempotencyWindowCountsAsNone() async throws {

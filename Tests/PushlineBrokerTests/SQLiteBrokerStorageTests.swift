@@ -274,6 +274,20 @@ struct SQLiteBrokerStorageTests {
     #expect(retry.replayed == true && retry.firstOffset == young.firstOffset)
   }
 
+  /// Storage forgets the records memory forgot past the most kept, though still in their window.
+  @Test func recordsPastTheMostKeptAreDeleted() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let broker = try await Broker(
+      storage: try SQLiteBrokerStorage(directory: directory), configuration: BrokerConfiguration(maxPublishRecords: 2, nowMillis: clock.function))
+    for index in 0..<5 {
+      try await broker.publish("t", [card("c\(index)", 1)], key: "k\(index)")
+      clock.advance(by: .milliseconds(1))
+    }
+    try await broker.publish("t", [card("x", 1)])
+    let keys = try await Self.databaseQueue(directory + "/broker.sqlite").read { try String.fetchAll($0, sql: "SELECT key FROM publishRecord ORDER BY key") }
+    #expect(keys == ["k3", "k4"])
+  }
+
   /// A removed card whose tombstone is pruned stays removed across a restart, though its
   /// older versions are still stored (deleted with the next collection): neither they nor the
   /// tombstone, below the floor, come back.
