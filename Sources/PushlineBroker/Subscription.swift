@@ -141,6 +141,7 @@ public final class Subscription: Sendable {
         // changes, so that its last part leaves the client exactly at the topic's top, complete.
         var update = EncodedTopicUpdate(topic: topic.name, epoch: topic.epoch, throughOffset: topic.topOffset)
         update.changes = catchUp.map(\.change)
+        update.serverTimeMillis = state.startedMillis  // when it was made, as a snapshot's
         state.queue.append(catchUp: update)
       } else if catchUp != nil {
         state.watermarksDue.insert(topic.name)  // nothing to catch up: the position is confirmed at once
@@ -271,9 +272,15 @@ public final class Subscription: Sendable {
             return progress.queuedThrough
           }
           if updates[index].base.isSnapshot { continue }
+          // The last part of a snapshot or of a catch-up is positioned, and complete, at its
+          // offset: exact as of when the whole was made, or as of now if nothing newer of its
+          // topic follows it (taken now, or still queued). (A rare update: the scan is short.)
+          if updates[index].base.isComplete {
+            let followed = updates[(index + 1)...].contains { $0.base.topic == topic } || state.queue.hasEntries(for: topic)
+            if !followed { updates[index].base.serverTimeMillis = nowMillis }
+            continue
+          }
           updates[index].base.serverTimeMillis = nowMillis
-          // The last part of a snapshot or of a catch-up is positioned, and complete, at its offset.
-          if updates[index].base.isComplete { continue }
           // Complete through the topic's last queued offset once nothing of it is left — the
           // client then holds the topic's exact state there; otherwise through this update's
           // last change (what remains supersedes the rest).

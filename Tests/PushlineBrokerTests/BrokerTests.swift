@@ -391,6 +391,24 @@ struct BrokerTests {
     #expect(retry.replayed == true && retry.firstOffset == again.firstOffset)
   }
 
+  /// A catch-up's complete last part says when it was made, not when it left, if newer changes
+  /// of its topic wait behind it: the client's copy is exact as of then ("verified at" then).
+  /// With nothing behind it, it is exact as of when it left.
+  @Test func aCatchUpIsVerifiedAsOfWhenItWasMadeWhenNewerChangesFollow() async throws {
+    let broker = try await makeBroker()
+    let first = try await broker.publish("t", [card("a", 1), card("b", 1)])
+    let made = clock.now
+    let behind = try broker.subscribe("t", epoch: first.epoch, offset: 1)
+    try await broker.publish("t", [card("b", 2)])
+    let alone = try broker.subscribe("t", epoch: first.epoch, offset: 1)  // made after the change
+    clock.advance(by: .seconds(5))
+    let updates = try ready(behind)
+    #expect(updates.map(\.complete) == [true, true] && updates.map(\.throughOffset) == [2, 3])
+    #expect(updates.map(\.serverTimeMillis) == [made, clock.now])
+    let taken = try ready(alone)
+    #expect(taken.map(\.complete) == [true] && taken.map(\.serverTimeMillis) == [clock.now])
+  }
+
   /// Past the most records kept, the oldest are forgotten before their window ends: a retry
   /// of one is applied again, of a younger one still answered as a replay.
   @Test func pastTheMostRecordsKeptTheOldestAreForgotten() async throws {
