@@ -376,9 +376,11 @@ public struct OutboundQueue: Sendable {
   /// outgrow the protocol's 4 MiB message limit.
   public static let maxTakeBytes = 1 << 20
 
-  /// What `change` adds to an update, about: its card and its ID.
+  /// What `change` adds to an update, at most: its card and its ID, and its fields' tags and
+  /// lengths, its offset and its own tag and length in the update (22 bytes at most), which
+  /// count as much as tiny cards do.
   private static func size(of change: EncodedCardChange) -> Int {
-    (change.card?.encodedSize() ?? 0) + change.cardID.utf8.count
+    (change.card?.encodedSize() ?? 0) + change.cardID.utf8.count + 22
   }
 
   /// Which update of a take a topic's next change joins: its topic's last, unless that is a

@@ -409,6 +409,22 @@ struct BrokerTests {
     #expect(taken.map(\.complete) == [true] && taken.map(\.serverTimeMillis) == [clock.now])
   }
 
+  /// A small message limit with tiny cards under a long topic name: every part of a snapshot
+  /// fits, the changes' own fields counted, where only the cards' and IDs' bytes were (an
+  /// update of 1,043 bytes ended a 1,024-byte stream).
+  @Test func updatesOfTinyCardsFitASmallMessageLimit() async throws {
+    let broker = try await makeBroker()
+    let topic = String(repeating: "t", count: 200)
+    let ids = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".map(String.init)  // the tiniest cards
+    try await broker.publish(topic, ids.map { TrackerCard(cardID: $0, priority: 1, isValid: true) })
+    // A snapshot in parts, measured change by change (a commit's run is measured exactly).
+    let subscription = try broker.subscribe(SubscribeRequest(topics: [TopicPosition(topic: topic)]), for: reader, maxMessageSize: 700)
+    var updates: [EncodedTopicUpdate] = []
+    while let taken = try subscription.takeReadyFromTheWire(maxChanges: 512, nowMillis: clock.now), !taken.isEmpty { updates += taken }
+    #expect(updates.flatMap(\.changes).count == ids.count && updates.count > 1)
+    #expect(updates.allSatisfy { $0.encodedSize() <= 700 })
+  }
+
   /// Past the most records kept, the oldest are forgotten before their window ends: a retry
   /// of one is applied again, of a younger one still answered as a replay.
   @Test func pastTheMostRecordsKeptTheOldestAreForgotten() async throws {
