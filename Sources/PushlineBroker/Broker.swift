@@ -153,25 +153,23 @@ public final class Broker: Sendable {
     }
     for position in request.topics { try Self.authorizeRead(position.topic, principal) }
     let now = configuration.nowMillis()
-    // Each topic's catch-up or snapshot is built outside the lock, from a copy, and used
-    // under it if the topic has not changed meanwhile (usually); else it is built again there.
-    let copies = state.withLock { state in request.topics.map { state.topics[$0.topic] } }
+    // Each topic's catch-up or snapshot is built outside the lock, from a copy, once the
+    // subscribe is admitted (a refused one costs no build); then the changes made meanwhile
+    // follow it, or, if it is no good any more, it is built again under the lock.
+    let copies = try state.withLock { state throws(RPCError) in
+      _ = try admissible(principal, in: state)
+      // Last: a token is spent only on a subscribe that is otherwise admitted. (The limiter's
+      // lock is taken under this one, and takes no other.)
+      try admission.admit(nowMillis: now)
+      return request.topics.map { state.topics[$0.topic] }
+    }
     let longest = configuration.maxQueuedChangesPerSubscription / 2
     let prepared = zip(request.topics, copies).map { position, copy in
       copy.map { PreparedStart($0, from: position, catchUpsUpTo: longest, nowMillis: now) }
     }
     return try state.withLock { state throws(RPCError) in
-      guard !state.isShutDown else {
-        throw RPCError(code: .unavailable, message: "the broker is shutting down", retryAfterMillis: 1000)
-      }
-      let held = state.subscriptionsPerSubject[principal.subject, default: 0]
-      let limit = configuration.maxSubscriptionsPerSubject
-      guard limit == 0 || held < limit else {
-        throw RPCError(code: .resourceExhausted, message: "subject \"\(principal.subject)\" already holds \(limit) subscriptions")
-      }
-      // Last: a token is spent only on a subscribe that is admitted, and a refused one makes no
-      // subscription. (The limiter's lock is taken under this one, and takes no other.)
-      try admission.admit(nowMillis: now)
+      // Again: a shutdown or another subscription of the subject may have come meanwhile.
+      let held = try admissible(principal, in: state)
       let subscription = Subscription(
         principal: principal, maxQueuedChanges: configuration.maxQueuedChangesPerSubscription, maxMessageSize: maxMessageSize,
         nowMillis: now)
@@ -179,14 +177,19 @@ public final class Broker: Sendable {
       state.subscriptionsPerSubject[principal.subject] = held + 1
       for (position, prepared) in zip(request.topics, prepared) {
         let topic = Self.topic(position.topic, in: &state)
-        var start = prepared.flatMap { $0.isCurrent(for: topic) ? $0 : nil } ?? PreparedStart(topic, from: position, catchUpsUpTo: longest, nowMillis: now)
+        var start: PreparedStart, delta: [CardRecord]
+        if let prepared, let changes = prepared.delta(in: topic) {
+          (start, delta) = (prepared, changes)
+        } else {
+          (start, delta) = (PreparedStart(topic, from: position, catchUpsUpTo: longest, nowMillis: now), [])
+        }
         // A catch-up past half the queue's room is a snapshot, as a queue overflowing later
         // gets: the catch-up's cards changed meanwhile queue behind it, and need the rest.
         if let catchUp = start.catchUp, catchUp.count <= (configuration.maxQueuedChangesPerSubscription - subscription.queuedChanges) / 2 {
-          subscription.attach(topic, catchUp: catchUp, snapshot: nil)
+          subscription.attach(topic, through: start.topOffset, catchUp: catchUp, snapshot: nil, then: delta)
         } else {
-          if start.snapshot == nil { start.snapshot = topic.snapshot(nowMillis: now) }
-          subscription.attach(topic, catchUp: nil, snapshot: start.snapshot)
+          if start.snapshot == nil { (start, delta) = (PreparedStart(topic, from: nil, nowMillis: now), []) }
+          subscription.attach(topic, through: start.topOffset, catchUp: nil, snapshot: start.snapshot, then: delta)
         }
         state.subscribers[topic.name, default: [:]][id] = subscription
       }
@@ -194,6 +197,20 @@ public final class Broker: Sendable {
       configuration.metrics.subscriptions.record(state.subscriptions.count)
       return subscription
     }
+  }
+
+  /// How many subscriptions `principal`'s subject holds, if it may open another: the broker
+  /// is not shutting down, and the subject holds fewer than its limit.
+  private func admissible(_ principal: Principal, in state: State) throws(RPCError) -> Int {
+    guard !state.isShutDown else {
+      throw RPCError(code: .unavailable, message: "the broker is shutting down", retryAfterMillis: 1000)
+    }
+    let held = state.subscriptionsPerSubject[principal.subject, default: 0]
+    let limit = configuration.maxSubscriptionsPerSubject
+    guard limit == 0 || held < limit else {
+      throw RPCError(code: .resourceExhausted, message: "subject \"\(principal.subject)\" already holds \(limit) subscriptions")
+    }
+    return held
   }
 
   /// The next updates `subscription` should send, waiting until there are some.
@@ -224,8 +241,11 @@ public final class Broker: Sendable {
       state.withLock { state in
         for (name, prepared) in zip(overflowed, prepared) {
           let topic = Self.topic(name, in: &state)
-          let snapshot = prepared.flatMap { $0.isCurrent(for: topic) ? $0.snapshot : nil } ?? topic.snapshot(nowMillis: now)
-          subscription.resynchronize(topic, snapshot: snapshot)
+          if let prepared, let snapshot = prepared.snapshot, let delta = prepared.delta(in: topic) {
+            subscription.resynchronize(topic, snapshot: snapshot, through: prepared.topOffset, then: delta)
+          } else {
+            subscription.resynchronize(topic, snapshot: topic.snapshot(nowMillis: now), through: topic.topOffset, then: [])
+          }
         }
       }
     }

@@ -131,24 +131,43 @@ public final class Subscription: Sendable {
   }
 
   /// Starts following `topic` (broker lock held): `catchUp` brings the client from its
-  /// position to the top, or `snapshot` replaces its copy.
-  func attach(_ topic: TopicState, catchUp: [CardRecord]?, snapshot: EncodedTopicUpdate?) {
+  /// position to `offset`, or `snapshot` (positioned there) replaces its copy; `delta`, the
+  /// topic's changes after `offset` (made while they were built), follows them.
+  func attach(_ topic: TopicState, through offset: Int64, catchUp: [CardRecord]?, snapshot: EncodedTopicUpdate?, then delta: [CardRecord]) {
     let drainer = state.withLock { state in
-      state.topics[topic.name] = TopicProgress(epoch: topic.epoch, queuedThrough: topic.topOffset, lastSentMillis: state.startedMillis)
+      state.topics[topic.name] = TopicProgress(epoch: topic.epoch, queuedThrough: offset, lastSentMillis: state.startedMillis)
       if let snapshot { state.queue.append(snapshot: snapshot) }
       if let catchUp, !catchUp.isEmpty {
         // Queued whole: newer versions of its cards queue behind it rather than replace its
-        // changes, so that its last part leaves the client exactly at the topic's top, complete.
-        var update = EncodedTopicUpdate(topic: topic.name, epoch: topic.epoch, throughOffset: topic.topOffset)
+        // changes, so that its last part leaves the client exactly at its offset, complete.
+        var update = EncodedTopicUpdate(topic: topic.name, epoch: topic.epoch, throughOffset: offset)
         update.changes = catchUp.map(\.change)
         update.serverTimeMillis = state.startedMillis  // when it was made, as a snapshot's
         state.queue.append(catchUp: update)
-      } else if catchUp != nil {
+      } else if catchUp != nil, delta.isEmpty {
         state.watermarksDue.insert(topic.name)  // nothing to catch up: the position is confirmed at once
       }
+      queue(delta, of: topic.name, in: &state)
       return state.drainer()
     }
     drainer.wake()
+  }
+
+  /// Queues `delta` (distinct cards in offset order) behind what `topic` has queued; past the
+  /// bound the topic's entries are dropped for a snapshot, as a commit's would be.
+  private func queue(_ delta: [CardRecord], of topic: String, in state: inout State) {
+    guard let last = delta.last?.offset else { return }
+    let run = EncodedChangeRun(delta.map(\.change))
+    let (appended, _) = state.queue.append(run, from: 0, topic: topic, whileFewerThan: maxQueuedChanges)
+    let overflowed = appended < run.count
+    if overflowed {
+      state.queue.removeAll(for: topic)
+      state.snapshotsDue += 1
+    }
+    state.topics.changeValue(forKey: topic) { progress in
+      progress.queuedThrough = max(progress.queuedThrough, last)
+      if overflowed { progress.needsSnapshot = true }
+    }
   }
 
   /// The topics whose queue overflowed and which need a snapshot.
@@ -156,15 +175,17 @@ public final class Subscription: Sendable {
     state.withLock { state in state.snapshotsDue == 0 ? [] : state.topics.filter(\.value.needsSnapshot).map(\.key) }
   }
 
-  /// Queues a fresh snapshot of `topic` after an overflow (broker lock held).
-  func resynchronize(_ topic: TopicState, snapshot: EncodedTopicUpdate) {
+  /// Queues a fresh snapshot of `topic` after an overflow (broker lock held), positioned at
+  /// `offset`, then `delta`, the topic's changes after it.
+  func resynchronize(_ topic: TopicState, snapshot: EncodedTopicUpdate, through offset: Int64, then delta: [CardRecord]) {
     state.withLock { state in
       guard state.topics[topic.name]?.needsSnapshot == true else { return }
       state.snapshotsDue -= 1
       state.topics.changeValue(forKey: topic.name) { progress in
-        (progress.needsSnapshot, progress.epoch, progress.queuedThrough) = (false, topic.epoch, topic.topOffset)
+        (progress.needsSnapshot, progress.epoch, progress.queuedThrough) = (false, topic.epoch, offset)
       }
       state.queue.append(snapshot: snapshot)
+      queue(delta, of: topic.name, in: &state)
     }
   }
 

@@ -22,14 +22,32 @@ struct PreparedStartTests {
     #expect(fresh.catchUp == nil && fresh.snapshot?.throughOffset == 4)
   }
 
-  @Test func aStartIsCurrentUntilTheTopicChanges() {
+  /// A start stays good with the changes made since: none while nothing changed, the changes
+  /// after its offset once something did; no good once removals after it are pruned, or in
+  /// another epoch.
+  @Test func aStartIsGoodLaterWithTheChangesSince() {
     var topic = Self.topic()
     let start = PreparedStart(topic, from: nil, nowMillis: 0)
-    #expect(start.isCurrent(for: topic))
+    #expect(start.delta(in: topic)?.isEmpty == true)
     topic.apply([CardRecord(cardID: "c1", offset: 5, card: nil, changedAtMillis: 0)])
-    #expect(!start.isCurrent(for: topic))
-    let afterRemoval = PreparedStart(topic, from: nil, nowMillis: 0)
+    #expect(start.delta(in: topic)?.map(\.offset) == [5])
     topic.apply(TombstonePrune(topic: "t", tombstones: [("c1", 5)], floorOffset: 5))
-    #expect(!afterRemoval.isCurrent(for: topic))
+    #expect(start.delta(in: topic) == nil)
+    #expect(PreparedStart(topic, from: nil, nowMillis: 0).delta(in: TopicState(name: "t", epoch: 8)) == nil)
+  }
+
+  /// A start taken with the changes made since reaches the client as the start, then those
+  /// changes: a snapshot at the start's offset, then an update complete at the topic's top.
+  @Test func aSubscriptionStartsWithThePreparedStartThenTheChangesSince() throws {
+    var topic = Self.topic()
+    let start = PreparedStart(topic, from: nil, nowMillis: 0)
+    topic.apply([CardRecord(cardID: "c1", offset: 5, card: nil, changedAtMillis: 0)])
+    let delta = try #require(start.delta(in: topic))
+    let subscription = Subscription(principal: reader, maxQueuedChanges: 100, maxMessageSize: 1 << 20, nowMillis: 0)
+    subscription.attach(topic, through: start.topOffset, catchUp: nil, snapshot: start.snapshot, then: delta)
+    let updates = try #require(try subscription.takeReadyFromTheWire(maxChanges: 10, nowMillis: 0))
+    #expect(updates.map(\.isSnapshot) == [true, false])
+    #expect(updates.map(\.throughOffset) == [4, 5] && updates[1].complete == true)
+    #expect(updates[1].changes.map(\.cardID) == ["c1"] && updates[1].changes[0].card == nil)
   }
 }
