@@ -66,6 +66,16 @@ extension Broker {
         case .notInFlight: break
         }
       }
+      // Before the topic is looked up: a refused publish leaves nothing behind.
+      let byteCount = PendingPublish.byteCount(of: request)
+      let inFlight = intake.publishes.byteCount
+      guard inFlight == 0 || inFlight + byteCount <= configuration.maxInFlightPublishBytes else {
+        return .refused(
+          RPCError(
+            code: .resourceExhausted,
+            message: "\(inFlight) bytes of publishes are waiting for storage, limit \(configuration.maxInFlightPublishBytes): retry later",
+            retryAfterMillis: 100))
+      }
       // A topic published to for the first time since the start: its epoch and top offset
       // come from the topics (the only time a publish takes their lock).
       let head =
@@ -78,18 +88,11 @@ extension Broker {
       let records = request.changes.enumerated().map { index, change in
         CardRecord(cardID: change.cardID, offset: first + Int64(index), card: change.card, changedAtMillis: now)
       }
-      let publish = PendingPublish(
-        topic: request.topic, epoch: head.epoch, records: records, idempotencyKey: request.idempotencyKey, completion: completion)
-      let inFlight = intake.publishes.byteCount
-      guard inFlight == 0 || inFlight + publish.byteCount <= configuration.maxInFlightPublishBytes else {
-        return .refused(
-          RPCError(
-            code: .unavailable,
-            message: "\(inFlight) bytes of publishes are waiting for storage, limit \(configuration.maxInFlightPublishBytes): retry later",
-            retryAfterMillis: 100))
-      }
       intake.heads[request.topic] = (head.epoch, first + Int64(records.count) - 1)
-      intake.publishes.append(publish)
+      intake.publishes.append(
+        PendingPublish(
+          topic: request.topic, epoch: head.epoch, records: records, idempotencyKey: request.idempotencyKey, byteCount: byteCount,
+          completion: completion))
       guard !intake.isCommitting else { return .queued }
       intake.isCommitting = true
       return .commit

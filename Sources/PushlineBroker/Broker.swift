@@ -234,7 +234,8 @@ public final class Broker: Sendable {
     // Between two ticks, the take finds the expiry first: ended here, so that it is logged.
     if subscription.principal.expiresAtMillis <= now { endExpired(subscription) }
     let overflowed = subscription.topicsNeedingSnapshot
-    if !overflowed.isEmpty {
+    // Not for a stream that has ended (a shutdown's GOAWAY, an expiry): the take throws its end.
+    if !overflowed.isEmpty, !subscription.hasEnded {
       // Built outside the lock from copies, as a subscription's snapshots are.
       let copies = state.withLock { state in overflowed.map { state.topics[$0] } }
       let prepared = copies.map { $0.map { PreparedStart($0, from: nil, nowMillis: now) } }

@@ -370,7 +370,7 @@ public struct OutboundQueue: Sendable {
     head += 1
   }
 
-  /// The card bytes a take gathers at most (more only when its first card alone is larger),
+  /// The bytes of changes a take gathers at most (more only when its first card alone is larger),
   /// for a connection that takes at least twice as much: large cards (up to `Broker.maxCardSize`) fill an update long before
   /// ``take(limit:maxBytes:epoch:)``'s change limit, which would otherwise let one update
   /// outgrow the protocol's 4 MiB message limit.

@@ -13,17 +13,28 @@ struct PendingPublish {
   var completion: any PublishCompletion
   /// The retries that joined it, waiting too (usually none: no storage).
   var retries: [any PublishCompletion] = []
-  /// The bytes of its cards and card IDs, which it holds until answered.
+  /// The memory it holds until answered, about (``byteCount(of:)``).
   let byteCount: Int
 
-  /// A publish of `records` to `topic` in `epoch`, answered through `completion`.
-  init(topic: String, epoch: Int64, records: [CardRecord], idempotencyKey: String?, completion: any PublishCompletion) {
+  /// A publish of `records` to `topic` in `epoch`, holding `byteCount` bytes, answered through
+  /// `completion`.
+  init(
+    topic: String, epoch: Int64, records: [CardRecord], idempotencyKey: String?, byteCount: Int, completion: any PublishCompletion
+  ) {
     self.topic = topic
     self.epoch = epoch
     self.records = records
     self.idempotencyKey = idempotencyKey
+    self.byteCount = byteCount
     self.completion = completion
-    byteCount = records.reduce(0) { $0 + $1.cardID.utf8.count + ($1.card?.encodedSize() ?? 0) }
+  }
+
+  /// The memory a publish of `request` holds while it waits for storage, about: its cards, card
+  /// IDs, topic and key, and what keeping each change (64 bytes) and the publish (128) costs.
+  static func byteCount(of request: EncodedPublishRequest) -> Int {
+    request.changes.reduce(128 + request.topic.utf8.count + (request.idempotencyKey?.utf8.count ?? 0)) {
+      $0 + 64 + $1.cardID.utf8.count + ($1.card?.encodedSize() ?? 0)
+    }
   }
 
   /// Answers the publisher with the offsets, and each retry with them marked `replayed`.

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import PushlineRPC
 import PushlineSchema
 import PushlineWire
 import Synchronization
@@ -121,8 +122,10 @@ public final class SQLiteBrokerStorage: BrokerStorage {
       try db.execute(sql: "INSERT OR REPLACE INTO brokerRun (id, unclosed) VALUES (1, 1)")
       return lostLog
     }
-    // Into the database file, not only the log: a log lost later is then noticed.
-    try database.writeWithoutTransaction { _ = try $0.checkpoint(.full) }
+    // Into the database file, not only the log: a log lost later is then noticed. Passive:
+    // a reader holding an old snapshot (a backup tool, an sqlite3 shell) must not keep the
+    // broker from starting; the mark then reaches the file at a later checkpoint.
+    try database.writeWithoutTransaction { _ = try $0.checkpoint(.passive) }
   }
 
   /// Whether a file is at `path` and holds at least one byte.
@@ -310,6 +313,10 @@ public final class SQLiteBrokerStorage: BrokerStorage {
 
   public func commit(_ batch: StorageBatch) async throws {
     try await database.writeWithoutTransaction { db in
+      // On the writer's queue, as close()'s mark: none lands after the log was emptied.
+      guard !self.closed.withLock({ $0 }) else {
+        throw RPCError(code: .unavailable, message: "the broker's storage is closed", retryAfterMillis: 1000)
+      }
       if self.versions.withLock({ $0.live == nil }) { _ = try self.readVersions(db) }
       var journal = VersionJournal(recentBefore: self.versions.withLock { $0.recent.count })
       do {

@@ -85,8 +85,8 @@ public final class Subscription: Sendable {
     state = Mutex(State(startedMillis: nowMillis))
   }
 
-  /// The card bytes a take gathers at most, past its first entry: half the connection's
-  /// message limit leaves the other half for the changes' own fields and the updates' headers.
+  /// The bytes of changes a take gathers at most, past its first entry: half the connection's
+  /// message limit leaves the other half for the updates' headers.
   private var maxTakeBytes: Int { min(OutboundQueue.maxTakeBytes, maxMessageSize / 2) }
 
   /// Queues committed changes of `topic` — the `run` of a commit: distinct cards, each with
@@ -169,6 +169,9 @@ public final class Subscription: Sendable {
       if overflowed { progress.needsSnapshot = true }
     }
   }
+
+  /// Whether the stream has ended (``end(with:)``).
+  var hasEnded: Bool { state.withLock { $0.ended != nil } }
 
   /// The topics whose queue overflowed and which need a snapshot.
   var topicsNeedingSnapshot: [String] {

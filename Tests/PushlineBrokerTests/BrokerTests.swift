@@ -274,23 +274,27 @@ struct BrokerTests {
   }
 
   /// Publishes waiting for a slow storage hold at most the configured bytes: past them a
-  /// publish is refused with UNAVAILABLE and a hint, assigned no offset, and publishes are
-  /// taken again once the commit is done. A first publish is taken whatever its size.
+  /// publish is refused with RESOURCE_EXHAUSTED and a hint, assigned no offset (its topic not
+  /// even made), and publishes are taken again once the commit is done. A first publish is
+  /// taken whatever its size.
   @Test(.timeLimit(.minutes(1))) func publishesWaitingForStorageAreBoundedByBytes() async throws {
     let storage = CountingStorage()
     storage.holdCommits()
     let broker = try await Broker(
-      storage: storage, configuration: BrokerConfiguration(maxInFlightPublishBytes: 600, nowMillis: clock.function))
+      storage: storage, configuration: BrokerConfiguration(maxInFlightPublishBytes: 900, nowMillis: clock.function))
     let big = titled("big", bytes: 1000)
     let first = broker.enqueuePublish("t", [big])  // over the bound alone: taken
     await storage.waitUntilHeld()
     let second = broker.enqueuePublish("t", [card("a", 1)])
     #expect(second.isAnswered)
     let refusal = await #expect(throws: RPCError.self) { try await second.value }
-    #expect(refusal?.code == .unavailable && refusal?.retryAfterMillis != nil)
+    #expect(refusal?.code == .resourceExhausted && refusal?.retryAfterMillis != nil)
+    let refusedTopic = broker.enqueuePublish("u2", [card("a", 1)])
+    await #expect(throws: RPCError.self) { try await refusedTopic.value }
+    #expect(broker.state.withLock { $0.topics["u2"] } == nil)
     storage.release()
     #expect(try await first.value.lastOffset == 1)
-    let small = (0..<3).map { broker.enqueuePublish("u", [card("c\($0)", 1)]) }  // tens of bytes each
+    let small = (0..<3).map { broker.enqueuePublish("u", [card("c\($0)", 1)]) }  // about 215 bytes each, kept
     var offsets: [Int64] = []
     for answer in small { offsets.append(try await answer.value.lastOffset) }
     #expect(offsets == [1, 2, 3])
