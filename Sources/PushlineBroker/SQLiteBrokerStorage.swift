@@ -116,11 +116,18 @@ public final class SQLiteBrokerStorage: BrokerStorage {
     // commits already acknowledged. The pool keeps this one writer connection for its life.
     try database.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
     try Self.migrator.migrate(database)
-    renewedEpochs = try database.write { db in
-      let lostLog = try Bool.fetchOne(db, sql: "SELECT unclosed FROM brokerRun") == true && !logKept
-      if lostLog { try Self.renewEpochs(db) }
+    // The mark: 0 closed, 1 open, 2 open with epochs still to renew. The renewal of a lost log
+    // is noted first, in a small transaction of its own: a start killed while renewing (a long
+    // transaction, which spills into a new log) then leaves a log the next start replays, and
+    // the mark makes that one renew in turn.
+    let mark = try database.read { try Int.fetchOne($0, sql: "SELECT unclosed FROM brokerRun") } ?? 0
+    renewedEpochs = mark == 2 || (mark == 1 && !logKept)
+    if renewedEpochs {
+      try database.write { try $0.execute(sql: "INSERT OR REPLACE INTO brokerRun (id, unclosed) VALUES (1, 2)") }
+    }
+    try database.write { db in
+      if renewedEpochs { try Self.renewEpochs(db) }
       try db.execute(sql: "INSERT OR REPLACE INTO brokerRun (id, unclosed) VALUES (1, 1)")
-      return lostLog
     }
     // Into the database file, not only the log: a log lost later is then noticed. Passive:
     // a reader holding an old snapshot (a backup tool, an sqlite3 shell) must not keep the

@@ -12,9 +12,11 @@ final class AnswerInbox: CallAnswerInbox {
   typealias Answer = (callID: UInt32, requestIndex: UInt32, result: Result<[UInt8], RPCError>)
 
   private let mailbox: LoopMailbox<Answer>
+  private let connection: NIOLoopBound<ServerConnectionHandler>
 
   /// An inbox delivering to `connection` on its event loop.
   init(connection: NIOLoopBound<ServerConnectionHandler>) {
+    self.connection = connection
     mailbox = LoopMailbox(eventLoop: connection.eventLoop) { answers in
       let handler = connection.value
       handler.writeAnswers {
@@ -24,6 +26,12 @@ final class AnswerInbox: CallAnswerInbox {
   }
 
   func answer(callID: UInt32, requestIndex: UInt32, with result: Result<[UInt8], RPCError>) {
+    // A failure answered on the loop — usually by a pipelined call's handler refusing a request
+    // as it arrives — stops the call's later requests at once, before the answer's turn comes:
+    // those read in the same burst must go to no handler (2.6), not be applied unanswered.
+    if case .failure = result, connection.eventLoop.inEventLoop {
+      connection.value.stopTakingRequests(of: callID, after: requestIndex)
+    }
     mailbox.post((callID, requestIndex, result))
   }
 }

@@ -32,6 +32,8 @@ final class PipelinedCall {
   /// answer that failed (at its request's number), the client's half-close, or the server's
   /// shutdown (at the number of the next request). Requests after it go to no handler.
   private var ending: (at: UInt32, status: CallStatus)?
+  /// A request has failed before its answer's turn: no request is taken after it.
+  private var failedEarly = false
 
   /// A pipelined call whose requests go to `handler`.
   init(context: ServerContext, handler: @escaping RPCRouter.CompletingHandler) {
@@ -42,9 +44,16 @@ final class PipelinedCall {
   /// Numbers the next request, which the answer that carries this number answers; `nil`
   /// once the call is ending, when the request goes unanswered.
   func numberNextRequest() -> UInt32? {
-    guard ending == nil else { return nil }
+    guard ending == nil, !failedEarly else { return nil }
     defer { received &+= 1 }
     return received
+  }
+
+  /// Request `request` has failed, its answer not yet taken: the requests after it go to no
+  /// handler (the answer, when taken, ends the call after those before it).
+  func stopTakingRequests(after request: UInt32) {
+    guard request &- nextToSend < received &- nextToSend else { return }
+    failedEarly = true
   }
 
   /// No more requests come: the call ends with `status` once those received are answered

@@ -452,6 +452,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
   }
 
+  /// A request of the pipelined call `callID` failed: the requests after it go to no handler.
+  /// (Its answer, on its way, ends the call in its turn.)
+  func stopTakingRequests(of callID: UInt32, after requestIndex: UInt32) {
+    pipeline(of: callID)?.stopTakingRequests(after: requestIndex)
+  }
+
   /// Sends a response of `callID`, or ends the call.
   private func carryOut(_ output: PipelinedCall.Output, of callID: UInt32) {
     switch output {

@@ -95,6 +95,26 @@ struct SQLiteBrokerStorageTests {
     #expect(retry.replayed == true && retry.epoch == next.epoch)
   }
 
+  /// A start killed while it renewed the epochs (a long transaction, which leaves a log of its
+  /// own) is followed by one that renews them: the renewal was noted first, on its own.
+  @Test func aRenewalCutShortIsRenewedByTheNextStart() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let first: PublishResponse
+    do {
+      let storage = try SQLiteBrokerStorage(directory: directory)
+      first = try await Broker(storage: storage).publish("t", [card("a", 1)])
+      try storage.close()
+    }
+    // What the killed start left: its note, committed in a log of its own (kept open here, so
+    // that it stays), and not its renewal.
+    let killed = try Self.databaseQueue(directory + "/broker.sqlite")
+    try await killed.write { try $0.execute(sql: "UPDATE brokerRun SET unclosed = 2") }
+    let storage = try SQLiteBrokerStorage(directory: directory)
+    #expect(storage.renewedEpochs)
+    #expect(try await Broker(storage: storage).publish("t", [card("b", 1)]).epoch != first.epoch)
+    withExtendedLifetime(killed) {}
+  }
+
   /// A broker that closed its database folded the log into it: without the log, nothing is
   /// lost, and the epochs stay. So does a crashed broker's database with its log.
   @Test func aClosedDatabaseOrACrashedOneWithItsLogKeepsItsEpochs() async throws {

@@ -3,6 +3,7 @@ import NIOCore
 import PushlineRPC
 import PushlineRPCNIO
 import PushlineSchema
+import PushlineTesting
 import PushlineWire
 import Synchronization
 import Testing
@@ -106,6 +107,33 @@ struct PipelinedCallTests {
       let pipeline = connection.pipeline(Self.echo, request: OutageState.self, response: MetadataEntry.self)
       await #expect { try await pipeline.send(OutageState()) } throws: { ($0 as? RPCError)?.code == .invalidArgument }
     }
+  }
+
+  /// A request that fails as it arrives — it does not decode, or its handler refuses it at
+  /// once — stops its call there: the requests read after it, in the same burst, go to no
+  /// handler (they are not applied unanswered).
+  @Test(.timeLimit(.minutes(1))) func requestsAfterOneThatFailsAsItArrivesGoToNoHandler() async throws {
+    let seen = Mutex<[String]>([])
+    var router = RPCRouter()
+    router.registerPipelined(Self.echo, request: MetadataEntry.self, response: MetadataEntry.self) { request, _, completion in
+      seen.withLock { $0.append(request.key) }
+      if request.key == "refuse" { return completion.fail(RPCError(code: .resourceExhausted, message: "refused as it arrives")) }
+      completion.succeed(request)
+    }
+    try await RPCServer(router: router, configuration: .init(port: 0)).withRunningServer { address in
+      func message(_ callID: UInt32, _ key: String) -> Frame {
+        Frame(kind: .message, callID: callID, payload: [0] + MetadataEntry(key: key).serializedBytes())
+      }
+      let frames = [
+        Frame(kind: .callStart, callID: 1, payload: CallStart(method: Self.echo).serializedBytes()),
+        message(1, "a"), Frame(kind: .message, callID: 1, payload: [0, 0xFF]), message(1, "after a bad request"),
+        Frame(kind: .callStart, callID: 3, payload: CallStart(method: Self.echo).serializedBytes()),
+        message(3, "refuse"), message(3, "after a refusal"),
+        Frame(kind: .halfClose, callID: 99),  // a call never started: the server closes the connection
+      ]
+      _ = try await RawPeer.send(RawPeer.opening + frames.flatMap(\.bytes), to: address.port!)
+    }
+    #expect(seen.withLock { $0 } == ["a", "refuse"])
   }
 
   /// A pipeline opened before the server's handshake keeps to the protocol's default window
