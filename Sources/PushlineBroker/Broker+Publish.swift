@@ -44,6 +44,7 @@ extension Broker {
     do throws(RPCError) {
       try validate(request, principal)
     } catch {
+      configuration.metrics.refusedPublishes.increment()
       return completion.complete(with: .failure(error))
     }
     let now = configuration.nowMillis()
@@ -99,7 +100,9 @@ extension Broker {
     }
     switch next {
     case .answered(let response): completion.complete(with: .success(response))
-    case .refused(let error): completion.complete(with: .failure(error))
+    case .refused(let error):
+      configuration.metrics.refusedPublishes.increment()
+      completion.complete(with: .failure(error))
     case .queued: break
     case .commit: Task(executorPreference: executor) { await self.commitPending() }
     }

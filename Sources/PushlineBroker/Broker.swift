@@ -112,20 +112,22 @@ public final class Broker: Sendable {
     return snapshot
   }
 
-  /// Topics with more cards than this have their snapshots and catch-ups built off the
-  /// caller's executor (``buildingStarts(of:_:)``).
+  /// Reads of topics with more cards than this together have their snapshots and catch-ups
+  /// built off the caller's executor (``buildingStarts(of:_:)``).
   static let largeTopicCards = 4096
 
   /// Runs `body` — a read that builds the snapshots or catch-ups of `topics` (``cards(in:for:maxMessageSize:)``,
-  /// ``subscribe(_:for:maxMessageSize:)``) — on the global executor when one of them has many
-  /// cards, not on the caller's: a transport's is its connection's event loop, which other
+  /// ``subscribe(_:for:maxMessageSize:)``) — on the global executor when they have many cards
+  /// together, not on the caller's: a transport's is its connection's event loop, which other
   /// connections share, and sorting 100,000 cards takes tens of milliseconds (fifty such reads
   /// held a loop, and its connections' publishes and deliveries, for 1.5 s).
   public func buildingStarts<T: Sendable>(
     of topics: [String], _ body: @Sendable () throws(RPCError) -> T
   ) async throws(RPCError) -> T {
-    let large = state.withLock { state in topics.contains { (state.topics[$0]?.records.count ?? 0) > Self.largeTopicCards } }
-    guard large else { return try body() }
+    // No more topics than a subscription may name are counted: `body` refuses more.
+    let counted = topics.prefix(configuration.maxTopicsPerSubscription)
+    let cards = state.withLock { state in counted.reduce(0) { $0 + (state.topics[$1]?.records.count ?? 0) } }
+    guard cards > Self.largeTopicCards else { return try body() }
     return try await withTaskExecutorPreference(globalConcurrentExecutor) { () async throws(RPCError) -> T in try body() }
   }
 
@@ -236,6 +238,7 @@ public final class Broker: Sendable {
     let overflowed = subscription.topicsNeedingSnapshot
     // Not for a stream that has ended (a shutdown's GOAWAY, an expiry): the take throws its end.
     if !overflowed.isEmpty, !subscription.hasEnded {
+      configuration.metrics.queueOverflows.increment(by: overflowed.count)
       // Built outside the lock from copies, as a subscription's snapshots are.
       let copies = state.withLock { state in overflowed.map { state.topics[$0] } }
       let prepared = copies.map { $0.map { PreparedStart($0, from: nil, nowMillis: now) } }

@@ -14,6 +14,23 @@ public struct BrokerMetrics: Sendable {
   let longestQueue: Gauge
   let commitDuration: Timer
   let commitSize: Recorder
+  /// Publishes refused (a rule broken, a key reused, too many waiting for storage).
+  let refusedPublishes: Counter
+  /// Topics whose queue for a subscriber passed its bound, and were sent again as snapshots.
+  let queueOverflows: Counter
+
+  /// The label of the commits' duration, a timer of the storage's write alone.
+  public static let commitDurationLabel = "pushline_commit_duration_seconds"
+  /// Buckets for it: an SQLite commit on a fast disk takes about a millisecond.
+  public static let commitDurationBuckets: [Duration] = [
+    .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .microseconds(2500), .milliseconds(5),
+    .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+    .seconds(1), .milliseconds(2500),
+  ]
+  /// The label of the publishes per commit (group commit's batch sizes).
+  public static let commitSizeLabel = "pushline_commit_publishes"
+  /// Buckets for it: from one publish to a window's worth.
+  public static let commitSizeBuckets: [Double] = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]
 
   /// Metrics made by `factory` (the global one by default).
   public init(factory: any MetricsFactory = MetricsSystem.factory) {
@@ -25,7 +42,9 @@ public struct BrokerMetrics: Sendable {
     subscriptions = Gauge(label: "pushline_subscriptions", factory: factory)
     queuedChanges = Gauge(label: "pushline_queued_changes", factory: factory)
     longestQueue = Gauge(label: "pushline_longest_queue_changes", factory: factory)
-    commitDuration = Timer(label: "pushline_commit_duration_seconds", factory: factory)
-    commitSize = Recorder(label: "pushline_commit_publishes", factory: factory)
+    commitDuration = Timer(label: Self.commitDurationLabel, factory: factory)
+    commitSize = Recorder(label: Self.commitSizeLabel, factory: factory)
+    refusedPublishes = Counter(label: "pushline_refused_publishes_total", factory: factory)
+    queueOverflows = Counter(label: "pushline_queue_overflows_total", factory: factory)
   }
 }

@@ -135,7 +135,10 @@ struct ServeCommand: AsyncParsableCommand {
     let settings = try ServeSettings.load(flags: flags, configPath: config, environment: environment)
     let secret = try settings.readTokenSecret(environment: environment)
     let registry = PrometheusCollectorRegistry()
-    MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+    var factory = PrometheusMetricsFactory(registry: registry)
+    factory.durationHistogramBuckets[BrokerMetrics.commitDurationLabel] = BrokerMetrics.commitDurationBuckets
+    factory.valueHistogramBuckets[BrokerMetrics.commitSizeLabel] = BrokerMetrics.commitSizeBuckets
+    MetricsSystem.bootstrap(factory)
     LoggingSystem.bootstrap { label in
       var handler = StreamLogHandler.standardError(label: label)
       handler.logLevel = settings.logLevel.level

@@ -1,5 +1,6 @@
 @testable import PushlineBroker
 import MetricsTestKit
+import PushlineRPC
 import PushlineSchema
 import PushlineTesting
 import Testing
@@ -39,5 +40,25 @@ struct BrokerMetricsTests {
     broker.unsubscribe(idle)
     broker.unsubscribe(subscription)
     #expect(try metrics.expectGauge("pushline_subscriptions").lastValue == 0)
+  }
+
+  /// Refused publishes are counted, and so is each queue that passes its bound and is replaced
+  /// by a snapshot (its dropped changes count nowhere else).
+  @Test func refusalsAndOverflowsAreCounted() async throws {
+    let metrics = TestMetrics()
+    let clock = ManualWallClock()
+    let broker = try await Broker(
+      storage: InMemoryBrokerStorage(),
+      configuration: BrokerConfiguration(maxQueuedChangesPerSubscription: 2, nowMillis: clock.function, metrics: BrokerMetrics(factory: metrics)))
+    await #expect(throws: RPCError.self) { try await broker.publish("bad topic", [card("a", 1)]) }
+    await #expect(throws: RPCError.self) { try await broker.publish("t", [card("a", 1)], key: "") }
+    #expect(try metrics.expectCounter("pushline_refused_publishes_total").totalValue == 2)
+    let slow = try broker.subscribe("t")
+    _ = try await broker.nextUpdates(for: slow)
+    try await broker.publish("t", [card("a", 1), card("b", 1), card("c", 1)])  // past the bound of 2
+    let resent = try await broker.nextUpdates(for: slow)
+    #expect(resent.first?.isSnapshot == true)
+    #expect(try metrics.expectCounter("pushline_queue_overflows_total").totalValue == 1)
+    broker.unsubscribe(slow)
   }
 }
