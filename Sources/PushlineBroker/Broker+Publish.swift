@@ -191,7 +191,8 @@ extension Broker {
   /// and as "e" with a combining accent would be one card in the broker's tables, and two on
   /// its clients, where the removal of one leaves the other for good.
   static func isNormalized(_ id: String) -> Bool {
-    id.utf8.allSatisfy { $0 < 0x80 } || id.precomposedStringWithCanonicalMapping.utf8.elementsEqual(id.utf8)
+    let isASCII = id.utf8.withContiguousStorageIfAvailable { bytes in bytes.allSatisfy { $0 < 0x80 } } ?? false
+    return isASCII || id.precomposedStringWithCanonicalMapping.utf8.elementsEqual(id.utf8)
   }
 
   /// Commits everything pending, batch after batch, until nothing is left; one runs at a time.

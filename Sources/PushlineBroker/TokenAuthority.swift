@@ -26,7 +26,7 @@ public final class TokenAuthority: Sendable {
 
     /// The principal of `token`, if it was verified.
     mutating func principal(of token: String) -> Principal? {
-      if let last, TokenAuthority.sameBytes(last.token, token) { return last.principal }
+      if let last, TokenAuthority.sameBytes(token, asASCII: last.token) { return last.principal }
       guard TokenAuthority.isASCII(token), let principal = verified[token] else { return nil }
       last = (token, principal)
       return principal
@@ -170,15 +170,14 @@ public final class TokenAuthority: Sendable {
     token.utf8.allSatisfy { $0 < 0x80 }
   }
 
-  /// Whether `a` and `b` hold the same bytes: at once when they share their storage, as a
-  /// connection's calls share its token.
-  static func sameBytes(_ a: String, _ b: String) -> Bool {
-    var (a, b) = (a, b)
-    return a.withUTF8 { a in
-      b.withUTF8 { b in
-        a.count == b.count && (a.baseAddress == b.baseAddress || a.elementsEqual(b))
-      }
-    }
+  /// Whether `token` holds the same bytes as `ascii`, a token known to be ASCII (as every
+  /// cached one is): equal as Unicode text and as long in UTF-8. A string canonically
+  /// equivalent to an ASCII one but spelled otherwise is longer — the only characters that
+  /// stand for ASCII ones (U+212A for K, U+037E for ;, U+1FEF for `) take two or three bytes
+  /// — and the comparison is at once when both share their storage, as a connection's calls
+  /// share its token.
+  static func sameBytes(_ token: String, asASCII ascii: String) -> Bool {
+    token.utf8.count == ascii.utf8.count && token == ascii
   }
 
   /// The token, or UNAUTHENTICATED when there is none.
