@@ -24,6 +24,22 @@ public enum RawPeer {
     }
   }
 
+  /// Connects to `port` with reads off — a client that reads nothing, whose socket the server
+  /// fills — and opens a server stream of `method` with a `MetadataEntry` request as call 1.
+  /// The caller closes the channel.
+  public static func connectReadingNothing(to port: Int, calling method: String) async throws -> any Channel {
+    let call = [
+      Frame(kind: .callStart, callID: 1, payload: CallStart(method: method).serializedBytes()),
+      Frame(kind: .message, callID: 1, payload: [0] + MetadataEntry(key: "go").serializedBytes()),
+      Frame(kind: .halfClose, callID: 1),
+    ]
+    let opener = Opener(opening + call.flatMap(\.bytes))
+    return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+      .channelOption(.autoRead, value: false)
+      .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(opener) } }
+      .connect(host: "127.0.0.1", port: port).get()
+  }
+
   /// Sends its bytes once the connection is up, from the event loop, as a real client sends
   /// its handshake: a test process too busy to run the test's task for a while does not make
   /// them late for the server's handshake deadline.

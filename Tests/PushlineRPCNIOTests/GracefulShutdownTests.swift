@@ -1,5 +1,4 @@
 import NIOCore
-import NIOPosix
 import PushlineTesting
 import PushlineRPC
 import PushlineRPCNIO
@@ -150,16 +149,7 @@ struct GracefulShutdownTests {
     }
     var portIterator = ports.makeAsyncIterator()
     let port = try #require(await portIterator.next())
-    let call = [
-      Frame(kind: .callStart, callID: 1, payload: CallStart(method: "/test.Watch/Flood").serializedBytes()),
-      Frame(kind: .message, callID: 1, payload: [0] + MetadataEntry(key: "go").serializedBytes()),
-      Frame(kind: .halfClose, callID: 1),
-    ]
-    let opener = RawPeer.Opener(RawPeer.opening + call.flatMap(\.bytes))
-    let client = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-      .channelOption(.autoRead, value: false)
-      .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(opener) } }
-      .connect(host: "127.0.0.1", port: port).get()
+    let client = try await RawPeer.connectReadingNothing(to: port, calling: "/test.Watch/Flood")
     try await server.value
     #expect(flood.endedAtTheGoAway.withLock { $0 })
     try? await client.close()

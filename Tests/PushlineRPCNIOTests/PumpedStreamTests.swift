@@ -178,16 +178,7 @@ struct PumpedStreamTests {
       try #require(writer.pump(from: flood)).wake()
     }
     try await RPCServer(router: router, configuration: .init(port: 0)).withRunningServer { address in
-      let call = [
-        Frame(kind: .callStart, callID: 1, payload: CallStart(method: Self.method).serializedBytes()),
-        Frame(kind: .message, callID: 1, payload: [0] + MetadataEntry(key: "go").serializedBytes()),
-        Frame(kind: .halfClose, callID: 1),
-      ]
-      let opener = RawPeer.Opener(RawPeer.opening + call.flatMap(\.bytes))
-      let client = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-        .channelOption(.autoRead, value: false)
-        .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(opener) } }
-        .connect(host: "127.0.0.1", port: address.port!).get()
+      let client = try await RawPeer.connectReadingNothing(to: address.port!, calling: Self.method)
       var told = flood.told.makeAsyncIterator()
       #expect(await told.next() == true)
       #expect(await told.next() == false)
