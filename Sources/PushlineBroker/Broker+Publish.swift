@@ -13,9 +13,11 @@ extension Broker {
   /// - Throws: INVALID_ARGUMENT for a bad topic name, an empty idempotency key or one with a NUL byte
   ///   or not in NFC, no or too many changes, an empty cardID or one with a NUL byte or not in
   ///   NFC, a card twice,
-  ///   a card whose cardID differs from its change's, a card without a required field;
-  ///   PERMISSION_DENIED when `principal` may not publish there; UNAVAILABLE (retry, with the
-  ///   same idempotency key) when storage failed.
+  ///   a card whose cardID differs from its change's, a card without a required field, an
+  ///   idempotency key used for other changes; PERMISSION_DENIED when `principal` may not
+  ///   publish there; RESOURCE_EXHAUSTED (retry after the hint, with the same idempotency key)
+  ///   when too many publishes wait for storage; UNAVAILABLE (retry, with the same key) when
+  ///   storage failed.
   public func publish(_ request: EncodedPublishRequest, for principal: Principal) async throws -> PublishResponse {
     try await withCheckedThrowingContinuation { continuation in
       publish(request, for: principal, completion: continuation)

@@ -245,7 +245,11 @@ public final class Broker: Sendable {
       state.withLock { state in
         for (name, prepared) in zip(overflowed, prepared) {
           let topic = Self.topic(name, in: &state)
-          if let prepared, let snapshot = prepared.snapshot, let delta = prepared.delta(in: topic) {
+          // The changes made meanwhile must fit the queue's room: overflowing again, they would
+          // drop the snapshot just queued, and leave the take nothing to send and no one to
+          // wake the stream (a snapshot is built from the topic as it is now instead).
+          let room = configuration.maxQueuedChangesPerSubscription - subscription.queuedChanges
+          if let prepared, let snapshot = prepared.snapshot, let delta = prepared.delta(in: topic), delta.count <= room {
             subscription.resynchronize(topic, snapshot: snapshot, through: prepared.topOffset, then: delta)
           } else {
             subscription.resynchronize(topic, snapshot: topic.snapshot(nowMillis: now), through: topic.topOffset, then: [])

@@ -40,8 +40,9 @@ public struct BrokerConfiguration: Sendable {
   /// over this period, so that clients do not all come back in the same instant. (A broker
   /// served by `pushline serve` gives its connections' GOAWAYs hints from the same spread.)
   public var reconnectSpread: Duration
-  /// The bytes of cards (with their IDs) the publishes waiting for storage may hold together;
-  /// past that, a publish is refused with UNAVAILABLE and a retry-after hint, so that a storage
+  /// The memory the publishes waiting for storage may hold together (their cards, IDs, topics
+  /// and keys, and what keeping them costs: `PendingPublish.byteCount(of:)`); past that, a
+  /// publish is refused with RESOURCE_EXHAUSTED and a retry-after hint, so that a storage
   /// slower than its publishers cannot run the broker out of memory. A publish finding none in
   /// flight is taken whatever its size.
   public var maxInFlightPublishBytes: Int

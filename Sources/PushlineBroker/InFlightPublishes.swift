@@ -16,7 +16,7 @@ struct InFlightPublishes {
   private var numbers: [Broker.PublishRecordKey: Int] = [:]
   private var pendingStart = 0
   private var committingStart = 0
-  /// The bytes of the cards and card IDs of the publishes in flight, pending or committing:
+  /// The memory the publishes in flight hold, pending or committing (``PendingPublish/byteCount(of:)``):
   /// what the broker bounds (``BrokerConfiguration/maxInFlightPublishBytes``).
   private(set) var byteCount = 0
   /// The part of ``byteCount`` the commit under way holds.

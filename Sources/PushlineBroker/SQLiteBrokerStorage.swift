@@ -33,7 +33,8 @@ import Synchronization
 /// as long as it lives, and a second one on the same directory is refused.
 ///
 /// A database is marked open for as long as a storage has it, and the mark is checkpointed
-/// into the database file itself. Opening a database still marked open (its broker crashed)
+/// into the database file itself (at open, or at the first commit that finds no reader holding
+/// the log back). Opening a database still marked open (its broker crashed)
 /// whose write-ahead log is gone (deleted, or the file restored from a copy without it) finds
 /// the commits since the last checkpoint lost, acknowledged or not. Giving out their offsets
 /// again in the same epochs would break every client that saw them, so every topic then gets
@@ -121,19 +122,31 @@ public final class SQLiteBrokerStorage: BrokerStorage {
     // transaction, which spills into a new log) then leaves a log the next start replays, and
     // the mark makes that one renew in turn.
     let mark = try database.read { try Int.fetchOne($0, sql: "SELECT unclosed FROM brokerRun") } ?? 0
-    renewedEpochs = mark == 2 || (mark == 1 && !logKept)
-    if renewedEpochs {
+    let renews = mark == 2 || (mark == 1 && !logKept)
+    if renews {
       try database.write { try $0.execute(sql: "INSERT OR REPLACE INTO brokerRun (id, unclosed) VALUES (1, 2)") }
     }
     try database.write { db in
-      if renewedEpochs { try Self.renewEpochs(db) }
+      if renews { try Self.renewEpochs(db) }
       try db.execute(sql: "INSERT OR REPLACE INTO brokerRun (id, unclosed) VALUES (1, 1)")
     }
+    renewedEpochs = renews
     // Into the database file, not only the log: a log lost later is then noticed. Passive:
     // a reader holding an old snapshot (a backup tool, an sqlite3 shell) must not keep the
-    // broker from starting; the mark then reaches the file at a later checkpoint.
-    try database.writeWithoutTransaction { _ = try $0.checkpoint(.passive) }
+    // broker from starting; the commits then try again until the mark is in (see `commit`).
+    let inFile = try database.writeWithoutTransaction { try Self.checkpointsWholeLog($0) }
+    markInFile = Mutex(inFile)
   }
+
+  /// Copies what it can of the log into the database file, waiting for no reader; whether that
+  /// was all of it.
+  private static func checkpointsWholeLog(_ db: Database) throws -> Bool {
+    let (logged, copied) = try db.checkpoint(.passive)
+    return copied >= logged
+  }
+
+  /// Whether the open mark has reached the database file (``checkpointsWholeLog(_:)``).
+  private let markInFile: Mutex<Bool>
 
   /// Whether a file is at `path` and holds at least one byte.
   private static func hasContent(atPath path: String) -> Bool {
@@ -334,6 +347,10 @@ public final class SQLiteBrokerStorage: BrokerStorage {
       } catch {
         self.putBack(journal)
         throw error
+      }
+      // Until the open mark is in the file (a reader held the log at open): usually never.
+      if !self.markInFile.withLock({ $0 }), (try? Self.checkpointsWholeLog(db)) == true {
+        self.markInFile.withLock { $0 = true }
       }
     }
   }

@@ -115,6 +115,37 @@ struct SQLiteBrokerStorageTests {
     withExtendedLifetime(killed) {}
   }
 
+  /// A reader holding an old snapshot at open (a backup tool) does not keep the broker from
+  /// starting, and the open mark reaches the database file with the first commit after it
+  /// lets go: a log lost then is still noticed.
+  @Test(.timeLimit(.minutes(1))) func theOpenMarkReachesTheFileOnceAReaderLetsGo() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let database = directory + "/broker.sqlite"
+    try SQLiteBrokerStorage(directory: directory).close()  // made, and marked closed
+    let (reading, read) = AsyncStream<Void>.makeStream()
+    let letGo = DispatchSemaphore(value: 0)
+    let reader = Thread {
+      try? DatabaseQueue(path: database).read { db in
+        _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM topic")
+        read.finish()
+        letGo.wait()
+      }
+    }
+    reader.start()
+    for await _ in reading {}
+    let storage = try SQLiteBrokerStorage(directory: directory)
+    func markInFile() throws -> Int? {
+      let copy = directory + "/copy.sqlite"
+      try? FileManager.default.removeItem(atPath: copy)
+      try FileManager.default.copyItem(atPath: database, toPath: copy)  // the file alone, no log
+      return try DatabaseQueue(path: copy).read { try Int.fetchOne($0, sql: "SELECT unclosed FROM brokerRun") }
+    }
+    #expect(try markInFile() == 0)  // the reader held the log back
+    letGo.signal()
+    try await Broker(storage: storage).publish("t", [card("a", 1)])
+    #expect(try markInFile() == 1)
+  }
+
   /// A broker that closed its database folded the log into it: without the log, nothing is
   /// lost, and the epochs stay. So does a crashed broker's database with its log.
   @Test func aClosedDatabaseOrACrashedOneWithItsLogKeepsItsEpochs() async throws {
