@@ -159,10 +159,12 @@ public final class Broker: Sendable {
     // subscribe is admitted (a refused one costs no build); then the changes made meanwhile
     // follow it, or, if it is no good any more, it is built again under the lock.
     let copies = try state.withLock { state throws(RPCError) in
-      _ = try admissible(principal, in: state)
+      let held = try admissible(principal, in: state)
       // Last: a token is spent only on a subscribe that is otherwise admitted. (The limiter's
       // lock is taken under this one, and takes no other.)
       try admission.admit(nowMillis: now)
+      // Its place under the subject's limit is kept for it meanwhile.
+      state.subscriptionsPerSubject[principal.subject] = held + 1
       return request.topics.map { state.topics[$0.topic] }
     }
     let longest = configuration.maxQueuedChangesPerSubscription / 2
@@ -170,13 +172,15 @@ public final class Broker: Sendable {
       copy.map { PreparedStart($0, from: position, catchUpsUpTo: longest, nowMillis: now) }
     }
     return try state.withLock { state throws(RPCError) in
-      // Again: a shutdown or another subscription of the subject may have come meanwhile.
-      let held = try admissible(principal, in: state)
+      // A shutdown may have begun meanwhile: the place kept goes back.
+      guard !state.isShutDown else {
+        Self.release(placeOf: principal.subject, in: &state)
+        throw RPCError(code: .unavailable, message: "the broker is shutting down", retryAfterMillis: 1000)
+      }
       let subscription = Subscription(
         principal: principal, maxQueuedChanges: configuration.maxQueuedChangesPerSubscription, maxMessageSize: maxMessageSize,
         nowMillis: now)
       let id = ObjectIdentifier(subscription)
-      state.subscriptionsPerSubject[principal.subject] = held + 1
       for (position, prepared) in zip(request.topics, prepared) {
         let topic = Self.topic(position.topic, in: &state)
         var start: PreparedStart, delta: [CardRecord]
@@ -213,6 +217,12 @@ public final class Broker: Sendable {
       throw RPCError(code: .resourceExhausted, message: "subject \"\(principal.subject)\" already holds \(limit) subscriptions")
     }
     return held
+  }
+
+  /// Gives back a subscription's place under `subject`'s limit.
+  private static func release(placeOf subject: String, in state: inout State) {
+    let held = state.subscriptionsPerSubject[subject, default: 1] - 1
+    state.subscriptionsPerSubject[subject] = held > 0 ? held : nil
   }
 
   /// The next updates `subscription` should send, waiting until there are some.
@@ -272,9 +282,7 @@ public final class Broker: Sendable {
     intake.withLock { intake in
       state.withLock { state in
         guard state.subscriptions.removeValue(forKey: id) != nil else { return }
-        let subject = subscription.principal.subject
-        let held = state.subscriptionsPerSubject[subject, default: 1] - 1
-        state.subscriptionsPerSubject[subject] = held > 0 ? held : nil
+        Self.release(placeOf: subscription.principal.subject, in: &state)
         for topic in subscription.state.withLock({ Array($0.topics.keys) }) {
           state.subscribers[topic]?[id] = nil
           guard state.subscribers[topic]?.isEmpty == true else { continue }
