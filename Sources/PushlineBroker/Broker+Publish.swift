@@ -39,9 +39,14 @@ extension Broker {
   /// with the in-memory storage it runs without waking another thread. That first batch — its
   /// apply, its fan-out to every subscriber's queue, its answers — holds the loop meanwhile;
   /// later batches run on the global executor (see `commitPending()`).
+  ///
+  /// - Parameter isHeldAlready: the publish waited, held in memory, behind its token's first
+  ///   check, with those of its connection that came after it: it is taken past the bound on
+  ///   publishes waiting for storage (its memory is spent already), so that a refusal cannot
+  ///   let the publishes held behind it, taken one by one after it, overtake its retry.
   public func publish(
     _ request: EncodedPublishRequest, for principal: Principal, committingOn executor: (any TaskExecutor)? = nil,
-    completion: any PublishCompletion
+    isHeldAlready: Bool = false, completion: any PublishCompletion
   ) {
     do throws(RPCError) {
       try validate(request, principal)
@@ -72,7 +77,7 @@ extension Broker {
       // Before the topic is looked up: a refused publish leaves nothing behind.
       let byteCount = PendingPublish.byteCount(of: request)
       let inFlight = intake.publishes.byteCount
-      guard inFlight == 0 || inFlight + byteCount <= configuration.maxInFlightPublishBytes else {
+      guard isHeldAlready || inFlight == 0 || inFlight + byteCount <= configuration.maxInFlightPublishBytes else {
         return .refused(
           RPCError(
             code: .resourceExhausted,

@@ -85,7 +85,8 @@ public enum BrokerService {
     let executor = context.executor
     authority.withPrincipal(of: context.peer.authToken) { result in
       switch result {
-      case .success(let principal): broker.publish(request, for: principal, committingOn: executor, completion: completion)
+      case .success(let principal):
+        broker.publish(request, for: principal, committingOn: executor, isHeldAlready: true, completion: completion)
       case .failure(let error): completion.complete(with: .failure(error))
       }
     }

@@ -292,8 +292,15 @@ struct BrokerTests {
     let refusedTopic = broker.enqueuePublish("u2", [card("a", 1)])
     await #expect(throws: RPCError.self) { try await refusedTopic.value }
     #expect(broker.state.withLock { $0.topics["u2"] } == nil)
+    // One held already, behind its connection's token check, is taken past the bound.
+    let held = PublishAnswer()
+    broker.publish(
+      EncodedPublishRequest(encoding: PublishRequest(topic: "h", changes: [CardChange(upserting: card("a", 1))])), for: publisher,
+      isHeldAlready: true, completion: Answered(held.complete))
+    #expect(!held.isAnswered)
     storage.release()
     #expect(try await first.value.lastOffset == 1)
+    #expect(try await held.value.lastOffset == 1)
     let small = (0..<3).map { broker.enqueuePublish("u", [card("c\($0)", 1)]) }  // about 215 bytes each, kept
     var offsets: [Int64] = []
     for answer in small { offsets.append(try await answer.value.lastOffset) }
