@@ -42,7 +42,8 @@ final class PipelinedCall {
   }
 
   /// Numbers the next request, which the answer that carries this number answers; `nil`
-  /// once the call is ending, when the request goes unanswered.
+  /// once the call is ending, or a request has failed on the loop before its answer's turn
+  /// (``stopTakingRequests(after:)``), when the request goes unanswered.
   func numberNextRequest() -> UInt32? {
     guard ending == nil, !failedEarly else { return nil }
     defer { received &+= 1 }
