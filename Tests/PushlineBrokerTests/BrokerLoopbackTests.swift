@@ -4,6 +4,7 @@ import PushlineRPC
 import PushlineRPCNIO
 import PushlineSchema
 import PushlineTesting
+import PushlineWire
 import Synchronization
 import Testing
 
@@ -164,6 +165,36 @@ struct BrokerLoopbackTests {
         await expectStatus(.unauthenticated) { try await stream.send(request) }
         await expectStatus(.unauthenticated) { try await stream.send(request) }
       }
+    }
+  }
+
+  /// A publish refused because too many wait for storage ends its PublishStream there: a
+  /// smaller publish read behind it, in the same burst, which would have fitted, is not applied
+  /// (it would overtake the refused one's retry). Sent in one write, on a connection whose
+  /// token was verified before; the bound takes the first publish and the last, not the middle.
+  @Test(.timeLimit(.minutes(1))) func aPublishRefusedPastTheInFlightBoundEndsItsStream() async throws {
+    func request(_ card: TrackerCard) -> PublishRequest { PublishRequest(topic: "t", changes: [CardChange(upserting: card)]) }
+    let (first, refused, behind) = (request(card("first", 1)), request(titled("refused", bytes: 2000)), request(card("behind", 1)))
+    let bound = [first, behind].reduce(0) { $0 + PendingPublish.byteCount(of: EncodedPublishRequest(encoding: $1)) }
+    try await Self.withBroker(configure: { $0.maxInFlightPublishBytes = bound }) { harness in
+      let token = try await harness.token(.publisher, ["t"])
+      _ = try await harness.authority.authenticate(token)
+      var hello = ClientHello(minVersion: 1, maxVersion: 1)
+      hello.authToken = token
+      let frames = [
+        Frame(kind: .handshake, callID: 0, payload: hello.serializedBytes()),
+        Frame(kind: .callStart, callID: 1, payload: CallStart(method: BrokerService.publishStreamMethod).serializedBytes()),
+      ] + [first, refused, behind].map { Frame(kind: .message, callID: 1, payload: [0] + $0.serializedBytes()) } + [
+        Frame(kind: .halfClose, callID: 99)  // a call never started: the server closes the connection
+      ]
+      _ = try await RawPeer.send(ConnectionPreface().bytes + frames.flatMap(\.bytes), to: harness.port)
+      // Answered once committed, with or after what the stream's publishes were: they are in.
+      _ = try await harness.connect(token: token) { try await Self.publish($0, "t", [card("after", 1)]) }
+      let reader = try await harness.token(.subscriber, ["t"])
+      let cards = try await harness.connect(token: reader) { connection in
+        try await connection.unary(BrokerService.getCardsMethod, request: GetCardsRequest(topic: "t"), response: TopicUpdate.self)
+      }
+      #expect(cards.changes.map(\.cardID) == ["first", "after"])
     }
   }
 
