@@ -30,6 +30,38 @@ struct CrashRecoveryTests {
     Dictionary(uniqueKeysWithValues: snapshot.changes.compactMap { change in change.card.map { (change.cardID, $0) } })
   }
 
+  /// A broker killed, its write-ahead log then deleted (someone clearing "temporary" files):
+  /// restarted, it gives the topic a new epoch, so a client positioned in the old one gets a
+  /// snapshot rather than offsets given out again. A broker stopped cleanly leaves an empty
+  /// log, whose deletion changes nothing.
+  @Test func aKilledBrokersLostLogStartsANewEpoch() async throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-lostlog-\(UInt32.random(in: 0...UInt32.max))").path
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let log = directory + "/broker.sqlite-wal"
+    let authority = try await TokenAuthority(secret: Array(Self.secret.utf8), nowMillis: WallClock.systemMillis)
+    let token = try await authority.mint(subject: "p", role: .publisher, topics: ["driver/*"], expiresAtMillis: WallClock.systemMillis() + 3_600_000)
+    func publish(_ cardID: String, to broker: BrokerProcess) async throws -> PublishResponse {
+      try await connect(broker.port, token) { connection in
+        try await connection.unary(
+          BrokerService.publishMethod, request: PublishRequest(topic: "driver/1", changes: [CardChange(upserting: card(cardID, 1))]),
+          response: PublishResponse.self)
+      }
+    }
+    let first = try await BrokerProcess(dataDirectory: directory, secret: Self.secret)
+    let seen = try await publish("a", to: first)
+    await first.kill()
+    try FileManager.default.removeItem(atPath: log)
+    let second = try await BrokerProcess(dataDirectory: directory, secret: Self.secret)
+    let renewed = try await publish("b", to: second)
+    #expect(renewed.epoch != seen.epoch)
+    await second.stop()
+    try FileManager.default.removeItem(atPath: log)
+    let third = try await BrokerProcess(dataDirectory: directory, secret: Self.secret)
+    let kept = try await publish("c", to: third)
+    #expect(kept.epoch == renewed.epoch && kept.firstOffset == renewed.lastOffset + 1)
+    await third.stop()
+  }
+
   @Test func everyAcknowledgedChangeSurvivesSIGKILL() async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-crash-\(UInt32.random(in: 0...UInt32.max))").path
     defer { try? FileManager.default.removeItem(atPath: directory) }
