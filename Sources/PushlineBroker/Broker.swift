@@ -65,6 +65,8 @@ public final class Broker: Sendable {
   public let configuration: BrokerConfiguration
   let state: Mutex<State>
   let intake: Mutex<Intake>
+  /// The subscriptions whose overflowed topics are being resynchronized in a task.
+  private let resynchronizing = Mutex(Set<ObjectIdentifier>())
   let admission: AdmissionLimiter
 
   /// A broker over `storage`, loaded with what it holds: topics keep their epochs and
@@ -125,10 +127,13 @@ public final class Broker: Sendable {
     of topics: [String], _ body: @Sendable () throws(RPCError) -> T
   ) async throws(RPCError) -> T {
     // No more topics than a subscription may name are counted: `body` refuses more.
-    let counted = topics.prefix(configuration.maxTopicsPerSubscription)
-    let cards = state.withLock { state in counted.reduce(0) { $0 + (state.topics[$1]?.records.count ?? 0) } }
-    guard cards > Self.largeTopicCards else { return try body() }
+    guard cardCount(of: topics.prefix(configuration.maxTopicsPerSubscription)) > Self.largeTopicCards else { return try body() }
     return try await withTaskExecutorPreference(globalConcurrentExecutor) { () async throws(RPCError) -> T in try body() }
+  }
+
+  /// How many cards and tombstones `topics` hold together.
+  private func cardCount(of topics: some Sequence<String>) -> Int {
+    state.withLock { state in topics.reduce(0) { $0 + (state.topics[$1]?.records.count ?? 0) } }
   }
 
   /// Opens a subscription: per topic, the changes since the client's position when it can
@@ -238,33 +243,22 @@ public final class Broker: Sendable {
   }
 
   /// The updates `subscription` can send now, possibly none; a topic whose queue overflowed
-  /// gets its fresh snapshot here.
+  /// gets its fresh snapshot here — or, with `buildingOffTheCaller` (a transport pulling on
+  /// its event loop), from a task on the global executor when its topics hold many cards, the
+  /// subscription's drain woken once it is queued (``buildingStarts(of:_:)`` says why).
   ///
   /// - Throws: the ``RPCError`` that ended the subscription.
-  func readyUpdates(for subscription: Subscription) throws(RPCError) -> [AssembledTopicUpdate] {
+  func readyUpdates(for subscription: Subscription, buildingOffTheCaller: Bool = false) throws(RPCError) -> [AssembledTopicUpdate] {
     let now = configuration.nowMillis()
     // Between two ticks, the take finds the expiry first: ended here, so that it is logged.
     if subscription.principal.expiresAtMillis <= now { endExpired(subscription) }
     let overflowed = subscription.topicsNeedingSnapshot
     // Not for a stream that has ended (a shutdown's GOAWAY, an expiry): the take throws its end.
     if !overflowed.isEmpty, !subscription.hasEnded {
-      configuration.metrics.queueOverflows.increment(by: overflowed.count)
-      // Built outside the lock from copies, as a subscription's snapshots are.
-      let copies = state.withLock { state in overflowed.map { state.topics[$0] } }
-      let prepared = copies.map { $0.map { PreparedStart($0, from: nil, nowMillis: now) } }
-      state.withLock { state in
-        for (name, prepared) in zip(overflowed, prepared) {
-          let topic = Self.topic(name, in: &state)
-          // The changes made meanwhile must fit the queue's room: overflowing again, they would
-          // drop the snapshot just queued, and leave the take nothing to send and no one to
-          // wake the stream (a snapshot is built from the topic as it is now instead).
-          let room = configuration.maxQueuedChangesPerSubscription - subscription.queuedChanges
-          if let prepared, let snapshot = prepared.snapshot, let delta = prepared.delta(in: topic), delta.count <= room {
-            subscription.resynchronize(topic, snapshot: snapshot, through: prepared.topOffset, then: delta)
-          } else {
-            subscription.resynchronize(topic, snapshot: topic.snapshot(nowMillis: now), through: topic.topOffset, then: [])
-          }
-        }
+      if buildingOffTheCaller, cardCount(of: overflowed) > Self.largeTopicCards {
+        resynchronizeLater(subscription, overflowed)
+      } else {
+        resynchronize(subscription, overflowed, nowMillis: now)
       }
     }
     let updates = try subscription.takeReady(maxChanges: configuration.maxChangesPerUpdate, nowMillis: now) ?? []
@@ -272,6 +266,40 @@ public final class Broker: Sendable {
       configuration.metrics.deliveredChanges.increment(by: updates.reduce(0) { $0 + $1.changeCount })
     }
     return updates
+  }
+
+  /// Queues a fresh snapshot of each of `overflowed`, topics whose queue for `subscription`
+  /// overflowed: built outside the lock from copies, as a subscription's starts are.
+  private func resynchronize(_ subscription: Subscription, _ overflowed: [String], nowMillis now: Int64) {
+    configuration.metrics.queueOverflows.increment(by: overflowed.count)
+    let copies = state.withLock { state in overflowed.map { state.topics[$0] } }
+    let prepared = copies.map { $0.map { PreparedStart($0, from: nil, nowMillis: now) } }
+    state.withLock { state in
+      for (name, prepared) in zip(overflowed, prepared) {
+        let topic = Self.topic(name, in: &state)
+        // The changes made meanwhile must fit the queue's room: overflowing again, they would
+        // drop the snapshot just queued, and leave the take nothing to send and no one to
+        // wake the stream (a snapshot is built from the topic as it is now instead).
+        let room = configuration.maxQueuedChangesPerSubscription - subscription.queuedChanges
+        if let prepared, let snapshot = prepared.snapshot, let delta = prepared.delta(in: topic), delta.count <= room {
+          subscription.resynchronize(topic, snapshot: snapshot, through: prepared.topOffset, then: delta)
+        } else {
+          subscription.resynchronize(topic, snapshot: topic.snapshot(nowMillis: now), through: topic.topOffset, then: [])
+        }
+      }
+    }
+  }
+
+  /// ``resynchronize(_:_:nowMillis:)`` in a task on the global executor — one per
+  /// subscription at a time — then wakes the subscription's drain.
+  private func resynchronizeLater(_ subscription: Subscription, _ overflowed: [String]) {
+    let id = ObjectIdentifier(subscription)
+    guard resynchronizing.withLock({ $0.insert(id).inserted }) else { return }
+    Task(executorPreference: globalConcurrentExecutor) {
+      self.resynchronize(subscription, overflowed, nowMillis: self.configuration.nowMillis())
+      self.resynchronizing.withLock { _ = $0.remove(id) }
+      subscription.wakeDrain()
+    }
   }
 
   /// Stops feeding `subscription`, and lets go of its pump (which holds the subscription).

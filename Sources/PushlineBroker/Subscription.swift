@@ -170,6 +170,12 @@ public final class Subscription: Sendable {
     }
   }
 
+  /// Wakes the queue's drain: something may be ready that nothing else announced (a snapshot
+  /// queued by a task).
+  func wakeDrain() {
+    state.withLock { $0.drainer() }.wake()
+  }
+
   /// Whether the stream has ended (``end(with:)``).
   var hasEnded: Bool { state.withLock { $0.ended != nil } }
 

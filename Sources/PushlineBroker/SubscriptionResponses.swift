@@ -16,7 +16,7 @@ final class SubscriptionResponses: ResponseSource {
   }
 
   func nextResponses(into batch: inout ResponseBatch) throws(RPCError) {
-    for update in try broker.readyUpdates(for: subscription) { batch.append(update) }
+    for update in try broker.readyUpdates(for: subscription, buildingOffTheCaller: true) { batch.append(update) }
   }
 
   var hasMoreResponses: Bool {

@@ -563,6 +563,31 @@ struct BrokerTests {
     }
   }
 
+  /// A slow subscriber's overflowed topic with many cards gets its new snapshot from a task
+  /// off the transport's event loop: the pull that finds the overflow sends nothing, and the
+  /// drain is woken once the snapshot is queued.
+  @Test(.timeLimit(.minutes(1))) func anOverflowOfALargeTopicIsResynchronizedOffTheCaller() async throws {
+    final class CountingPump: ResponsePump {
+      let wakes = Mutex(0)
+      let signal = CountSignal()
+      func wake() { signal.count(wakes.withLock { $0 += 1; return $0 }) }
+    }
+    let broker = try await makeBroker { $0.maxQueuedChangesPerSubscription = 2 }
+    let cards = (0...Broker.largeTopicCards).map { card("c\($0)", 1) }
+    try await broker.publish("big", cards)
+    let subscription = try broker.subscribe("big")
+    _ = try ready(subscription)  // its snapshot
+    let pump = CountingPump()
+    subscription.drain(with: pump)
+    try await broker.publish("big", [card("c0", 2), card("c1", 2), card("c2", 2)])  // past the bound of 2
+    let woken = pump.wakes.withLock { $0 }
+    let first = try broker.readyUpdates(for: subscription, buildingOffTheCaller: true)
+    #expect(first.isEmpty)
+    if first.isEmpty { await pump.signal.wait(until: woken + 1) }  // (built in place, nothing wakes it)
+    let updates = try broker.readyUpdates(for: subscription, buildingOffTheCaller: true).map(readOffTheWire)
+    #expect(updates.first?.isSnapshot == true && updates.first?.throughOffset == Int64(cards.count) + 3)
+  }
+
   /// Only the first batch runs on the executor a commit started on: publishes that keep
   /// arriving (from other connections) are committed on the global executor, so that the
   /// event loop gets back to its sockets.
