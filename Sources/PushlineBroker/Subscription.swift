@@ -99,20 +99,28 @@ public final class Subscription: Sendable {
   /// subscription took none: it ended, or awaits a snapshot), and the drain to wake.
   func enqueue(_ run: EncodedChangeRun, topic: String) -> (coalesced: Int?, drainer: Drainer?) {
     state.withLock { state -> (Int?, Drainer?) in
-      guard state.ended == nil, var progress = state.topics[topic], !progress.needsSnapshot else { return (nil, nil) }
+      guard state.ended == nil, let progress = state.topics[topic], !progress.needsSnapshot else { return (nil, nil) }
       // In offset order: those not queued yet are a suffix.
       let fresh = run.changes.firstIndex { $0.offset ?? .max > progress.queuedThrough } ?? run.count
-      let (appended, coalesced) = state.queue.append(
-        run, from: fresh, topic: topic, whileFewerThan: maxQueuedChanges, stacking: state.drainsSoon)
-      if appended < run.count - fresh {
-        state.queue.removeAll(for: topic)
-        progress.needsSnapshot = true
-        state.snapshotsDue += 1
-      }
-      if let last = run.changes.last?.offset { progress.queuedThrough = max(progress.queuedThrough, last) }
-      state.topics[topic] = progress
+      let coalesced = queue(run, from: fresh, of: topic, stacking: state.drainsSoon, in: &state)
       return (coalesced, state.drainer())
     }
+  }
+
+  /// Queues `run`'s changes from `start` behind what `topic` has queued; past the bound the
+  /// topic's entries are dropped for a snapshot. Returns how many queued changes they replaced.
+  private func queue(_ run: EncodedChangeRun, from start: Int, of topic: String, stacking: Bool, in state: inout State) -> Int {
+    let (appended, coalesced) = state.queue.append(run, from: start, topic: topic, whileFewerThan: maxQueuedChanges, stacking: stacking)
+    let overflowed = appended < run.count - start
+    if overflowed {
+      state.queue.removeAll(for: topic)
+      state.snapshotsDue += 1
+    }
+    state.topics.changeValue(forKey: topic) { progress in
+      if let last = run.changes.last?.offset { progress.queuedThrough = max(progress.queuedThrough, last) }
+      if overflowed { progress.needsSnapshot = true }
+    }
+    return coalesced
   }
 
   /// The connection stopped taking bytes, or takes them again: while it does not, newer
@@ -153,21 +161,11 @@ public final class Subscription: Sendable {
     drainer.wake()
   }
 
-  /// Queues `delta` (distinct cards in offset order) behind what `topic` has queued; past the
-  /// bound the topic's entries are dropped for a snapshot, as a commit's would be.
+  /// Queues `delta` (distinct cards in offset order) behind what `topic` has queued, as a
+  /// commit's changes are.
   private func queue(_ delta: [CardRecord], of topic: String, in state: inout State) {
-    guard let last = delta.last?.offset else { return }
-    let run = EncodedChangeRun(delta.map(\.change))
-    let (appended, _) = state.queue.append(run, from: 0, topic: topic, whileFewerThan: maxQueuedChanges)
-    let overflowed = appended < run.count
-    if overflowed {
-      state.queue.removeAll(for: topic)
-      state.snapshotsDue += 1
-    }
-    state.topics.changeValue(forKey: topic) { progress in
-      progress.queuedThrough = max(progress.queuedThrough, last)
-      if overflowed { progress.needsSnapshot = true }
-    }
+    guard !delta.isEmpty else { return }
+    _ = queue(EncodedChangeRun(delta.map(\.change)), from: 0, of: topic, stacking: false, in: &state)
   }
 
   /// Wakes the queue's drain: something may be ready that nothing else announced (a snapshot
