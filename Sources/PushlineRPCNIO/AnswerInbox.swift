@@ -29,8 +29,8 @@ final class AnswerInbox: CallAnswerInbox {
     // A failure answered on the loop — usually by a pipelined call's handler refusing a request
     // as it arrives — stops the call's later requests at once, before the answer's turn comes:
     // those read in the same burst must go to no handler (2.6), not be applied unanswered.
-    if case .failure = result, connection.eventLoop.inEventLoop {
-      connection.value.stopTakingRequests(of: callID, after: requestIndex)
+    if case .failure(let error) = result, connection.eventLoop.inEventLoop {
+      connection.value.stopTakingRequests(of: callID, after: requestIndex, status: error.status)
     }
     mailbox.post((callID, requestIndex, result))
   }

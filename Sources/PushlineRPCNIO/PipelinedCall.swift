@@ -32,8 +32,9 @@ final class PipelinedCall {
   /// answer that failed (at its request's number), the client's half-close, or the server's
   /// shutdown (at the number of the next request). Requests after it go to no handler.
   private var ending: (at: UInt32, status: CallStatus)?
-  /// A request has failed before its answer's turn: no request is taken after it.
-  private var failedEarly = false
+  /// A request failed on the loop, its answer still on its way: no request is taken after it.
+  /// Its status ends the call should that request's answer turn out a success given before.
+  private var stopped: (request: UInt32, status: CallStatus)?
 
   /// A pipelined call whose requests go to `handler`.
   init(context: ServerContext, handler: @escaping RPCRouter.CompletingHandler) {
@@ -43,18 +44,21 @@ final class PipelinedCall {
 
   /// Numbers the next request, which the answer that carries this number answers; `nil`
   /// once the call is ending, or a request has failed on the loop before its answer's turn
-  /// (``stopTakingRequests(after:)``), when the request goes unanswered.
+  /// (``stopTakingRequests(after:status:)``), when the request goes unanswered.
   func numberNextRequest() -> UInt32? {
-    guard ending == nil, !failedEarly else { return nil }
+    guard ending == nil, stopped == nil else { return nil }
     defer { received &+= 1 }
     return received
   }
 
-  /// Request `request` has failed, its answer not yet taken: the requests after it go to no
-  /// handler (the answer, when taken, ends the call after those before it).
-  func stopTakingRequests(after request: UInt32) {
-    guard request &- nextToSend < received &- nextToSend else { return }
-    failedEarly = true
+  /// Request `request` has failed with `status`, its answer not yet taken: the requests after
+  /// it go to no handler. The answer, when taken, ends the call after those before it; if a
+  /// success given earlier comes first (a handler that answered twice: the first counts), the
+  /// call still ends with `status` once the requests numbered so far are answered, so that
+  /// those the stop turned away are not left waiting.
+  func stopTakingRequests(after request: UInt32, status: CallStatus) {
+    guard request &- nextToSend < received &- nextToSend, early[request] == nil, stopped == nil else { return }
+    stopped = (request, status)
   }
 
   /// No more requests come: the call ends with `status` once those received are answered
@@ -75,6 +79,10 @@ final class PipelinedCall {
     let position = request &- nextToSend
     let limit = ending.map { $0.at &- nextToSend } ?? (received &- nextToSend)
     guard position < limit, early[request] == nil else { return }
+    if let stop = stopped, stop.request == request {
+      stopped = nil
+      if case .success = result { ending = (received, stop.status) }
+    }
     switch result {
     case .failure(let error):
       // Requests from this one on go unanswered: the call ends when the earlier are answered.

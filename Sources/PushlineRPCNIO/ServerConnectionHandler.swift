@@ -452,10 +452,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
   }
 
-  /// A request of the pipelined call `callID` failed: the requests after it go to no handler.
-  /// (Its answer, on its way, ends the call in its turn.)
-  func stopTakingRequests(of callID: UInt32, after requestIndex: UInt32) {
-    pipeline(of: callID)?.stopTakingRequests(after: requestIndex)
+  /// A request of the pipelined call `callID` failed with `status`: the requests after it go
+  /// to no handler. (Its answer, on its way, ends the call in its turn.)
+  func stopTakingRequests(of callID: UInt32, after requestIndex: UInt32, status: CallStatus) {
+    pipeline(of: callID)?.stopTakingRequests(after: requestIndex, status: status)
   }
 
   /// Sends a response of `callID`, or ends the call.
