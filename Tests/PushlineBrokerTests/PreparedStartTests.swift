@@ -50,4 +50,26 @@ struct PreparedStartTests {
     #expect(updates.map(\.throughOffset) == [4, 5] && updates[1].complete == true)
     #expect(updates[1].changes.map(\.cardID) == ["c1"] && updates[1].changes[0].card == nil)
   }
+
+  /// An overflowed topic's new snapshot, prepared while commits went on, reaches the client
+  /// as the snapshot at the offset it was prepared at, then the changes since, complete at
+  /// the topic's top: none of the versions the overflow dropped, nothing lost.
+  @Test func anOverflowsSnapshotPreparedMeanwhileIsFollowedByTheChangesSince() throws {
+    var topic = Self.topic()
+    let subscription = Subscription(principal: reader, maxQueuedChanges: 2, maxMessageSize: 1 << 20, nowMillis: 0)
+    subscription.attach(topic, through: topic.topOffset, catchUp: [], snapshot: nil, then: [])
+    let overflowing = (5...7).map { CardRecord(cardID: "c\($0)", offset: Int64($0), card: EncodedCard(card("c\($0)", 1)), changedAtMillis: 0) }
+    topic.apply(overflowing)
+    _ = subscription.enqueue(EncodedChangeRun(overflowing.map(\.change)), topic: "t")
+    #expect(subscription.topicsNeedingSnapshot == ["t"])
+    let start = PreparedStart(topic, from: nil, nowMillis: 0)
+    topic.apply([CardRecord(cardID: "c2", offset: 8, card: nil, changedAtMillis: 0)])
+    let delta = try #require(start.delta(in: topic))
+    subscription.resynchronize(topic, snapshot: try #require(start.snapshot), through: start.topOffset, then: delta)
+    let updates = try #require(try subscription.takeReadyFromTheWire(maxChanges: 10, nowMillis: 0))
+    #expect(updates.map(\.isSnapshot) == [true, false] && updates.map(\.throughOffset) == [7, 8])
+    #expect(updates[0].changes.map(\.cardID).sorted() == ["c1", "c2", "c3", "c4", "c5", "c6", "c7"])
+    #expect(updates[1].changes.map(\.cardID) == ["c2"] && updates[1].changes[0].card == nil && updates[1].complete == true)
+    #expect(subscription.topicsNeedingSnapshot.isEmpty)
+  }
 }
