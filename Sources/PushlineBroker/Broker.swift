@@ -172,11 +172,17 @@ public final class Broker: Sendable {
       state.subscriptionsPerSubject[principal.subject] = held + 1
       return request.topics.map { state.topics[$0.topic] }
     }
-    let longest = configuration.maxQueuedChangesPerSubscription / 2
+    // Each catch-up within half the room the earlier topics' catch-ups leave in the queue,
+    // else a snapshot: a catch-up's cards changed meanwhile queue behind it, and need the rest.
+    var room = configuration.maxQueuedChangesPerSubscription
     let prepared = zip(request.topics, copies).map { position, copy in
-      copy.map { PreparedStart($0, from: position, catchUpsUpTo: longest, nowMillis: now) }
+      copy.map { copy in
+        let start = PreparedStart(copy, from: position, catchUpsUpTo: room / 2, nowMillis: now)
+        room -= start.catchUp?.count ?? 0
+        return start
+      }
     }
-    return try state.withLock { state throws(RPCError) in
+    let (subscription, deferred) = try state.withLock { state throws(RPCError) in
       // A shutdown may have begun meanwhile: the place kept goes back.
       guard !state.isShutDown else {
         Self.release(placeOf: principal.subject, in: &state)
@@ -186,28 +192,29 @@ public final class Broker: Sendable {
         principal: principal, maxQueuedChanges: configuration.maxQueuedChangesPerSubscription, maxMessageSize: maxMessageSize,
         nowMillis: now)
       let id = ObjectIdentifier(subscription)
+      // Topics whose start is no good any more (removals pruned meanwhile), or whose catch-up
+      // no longer fits behind the changes made meanwhile: they get a snapshot, built below,
+      // outside the lock, as an overflowed queue's is.
+      var deferred: [String] = []
       for (position, prepared) in zip(request.topics, prepared) {
         let topic = Self.topic(position.topic, in: &state)
-        var start: PreparedStart, delta: [CardRecord]
-        if let prepared, let changes = prepared.delta(in: topic) {
-          (start, delta) = (prepared, changes)
+        // A topic that did not exist a moment ago holds little: its start is built here.
+        let start = prepared ?? PreparedStart(topic, from: position, nowMillis: now)
+        let room = configuration.maxQueuedChangesPerSubscription - subscription.queuedChanges
+        if let delta = prepared == nil ? [] : start.delta(in: topic), (start.catchUp?.count ?? 0) <= room / 2 {
+          subscription.attach(topic, through: start.topOffset, catchUp: start.catchUp, snapshot: start.snapshot, then: delta)
         } else {
-          (start, delta) = (PreparedStart(topic, from: position, catchUpsUpTo: longest, nowMillis: now), [])
-        }
-        // A catch-up past half the queue's room is a snapshot, as a queue overflowing later
-        // gets: the catch-up's cards changed meanwhile queue behind it, and need the rest.
-        if let catchUp = start.catchUp, catchUp.count <= (configuration.maxQueuedChangesPerSubscription - subscription.queuedChanges) / 2 {
-          subscription.attach(topic, through: start.topOffset, catchUp: catchUp, snapshot: nil, then: delta)
-        } else {
-          if start.snapshot == nil { (start, delta) = (PreparedStart(topic, from: nil, nowMillis: now), []) }
-          subscription.attach(topic, through: start.topOffset, catchUp: nil, snapshot: start.snapshot, then: delta)
+          subscription.attachAwaitingSnapshot(topic)
+          deferred.append(topic.name)
         }
         state.subscribers[topic.name, default: [:]][id] = subscription
       }
       state.subscriptions[id] = subscription
       configuration.metrics.subscriptions.record(state.subscriptions.count)
-      return subscription
+      return (subscription, deferred)
     }
+    if !deferred.isEmpty { queueSnapshots(of: deferred, for: subscription, nowMillis: now) }
+    return subscription
   }
 
   /// How many subscriptions `principal`'s subject holds, if it may open another: the broker
@@ -269,13 +276,20 @@ public final class Broker: Sendable {
   }
 
   /// Queues a fresh snapshot of each of `overflowed`, topics whose queue for `subscription`
-  /// overflowed: built outside the lock from copies, as a subscription's starts are.
+  /// overflowed.
   private func resynchronize(_ subscription: Subscription, _ overflowed: [String], nowMillis now: Int64) {
     configuration.metrics.queueOverflows.increment(by: overflowed.count)
-    let copies = state.withLock { state in overflowed.map { state.topics[$0] } }
+    queueSnapshots(of: overflowed, for: subscription, nowMillis: now)
+  }
+
+  /// Queues a fresh snapshot of each of `topics`, which await one for `subscription` (an
+  /// overflow, a start gone stale): built outside the lock from copies, as a subscription's
+  /// starts are.
+  private func queueSnapshots(of topics: [String], for subscription: Subscription, nowMillis now: Int64) {
+    let copies = state.withLock { state in topics.map { state.topics[$0] } }
     let prepared = copies.map { $0.map { PreparedStart($0, from: nil, nowMillis: now) } }
     state.withLock { state in
-      for (name, prepared) in zip(overflowed, prepared) {
+      for (name, prepared) in zip(topics, prepared) {
         let topic = Self.topic(name, in: &state)
         // The changes made meanwhile must fit the queue's room: overflowing again, they would
         // drop the snapshot just queued, and leave the take nothing to send and no one to

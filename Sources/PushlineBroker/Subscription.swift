@@ -161,6 +161,16 @@ public final class Subscription: Sendable {
     drainer.wake()
   }
 
+  /// Starts following `topic` (broker lock held) with a snapshot still to be built: until it
+  /// is queued (``resynchronize(_:snapshot:through:then:)``), the topic's commits are skipped
+  /// and nothing of the stream is taken.
+  func attachAwaitingSnapshot(_ topic: TopicState) {
+    state.withLock { state in
+      state.topics[topic.name] = TopicProgress(epoch: topic.epoch, queuedThrough: topic.topOffset, needsSnapshot: true, lastSentMillis: state.startedMillis)
+      state.snapshotsDue += 1
+    }
+  }
+
   /// Queues `delta` (distinct cards in offset order) behind what `topic` has queued, as a
   /// commit's changes are.
   private func queue(_ delta: [CardRecord], of topic: String, in state: inout State) {
@@ -182,8 +192,9 @@ public final class Subscription: Sendable {
     state.withLock { state in state.snapshotsDue == 0 ? [] : state.topics.filter(\.value.needsSnapshot).map(\.key) }
   }
 
-  /// Queues a fresh snapshot of `topic` after an overflow (broker lock held), positioned at
-  /// `offset`, then `delta`, the topic's changes after it.
+  /// Queues a fresh snapshot of `topic` after an overflow, or for a start deferred
+  /// (``attachAwaitingSnapshot(_:)``), positioned at `offset`, then `delta`, the topic's
+  /// changes after it (broker lock held).
   func resynchronize(_ topic: TopicState, snapshot: EncodedTopicUpdate, through offset: Int64, then delta: [CardRecord]) {
     state.withLock { state in
       guard state.topics[topic.name]?.needsSnapshot == true else { return }

@@ -20,6 +20,16 @@ public struct TopicState: Sendable {
   /// No tombstone changed before this: a lower bound, made exact by a scan that finds none to
   /// prune for age, so that a topic with young tombstones is not scanned at every commit.
   private var oldestTombstoneBound: Int64
+  /// The changes after ``recentSince``, in offset order, each as its offset and card — kept
+  /// only by topics of many cards, so that the changes since a recent offset are found
+  /// without a scan of the whole table (``changes(after:)``), which runs under the broker's
+  /// lock when a subscription's start was prepared while the topic moved.
+  private var recent: [(offset: Int64, cardID: String)] = []
+  /// Every change after this offset is in `recent`.
+  private var recentSince: Int64
+
+  /// Topics with fewer cards than this keep no `recent` changes: their table is short to scan.
+  static let minCardsForRecentChanges = 1024
 
   /// A topic with no changes yet.
   public init(name: String, epoch: Int64) {
@@ -35,6 +45,7 @@ public struct TopicState: Sendable {
     self.records = Dictionary(records.map { ($0.cardID, $0) }, uniquingKeysWith: { $0.offset > $1.offset ? $0 : $1 })
     tombstoneCount = records.count { $0.isTombstone }
     oldestTombstoneBound = records.lazy.filter(\.isTombstone).map(\.changedAtMillis).min() ?? .max
+    recentSince = topOffset
   }
 
   /// Applies committed changes, whose offsets are above ``topOffset`` and increasing.
@@ -47,6 +58,23 @@ public struct TopicState: Sendable {
       }
       topOffset = max(topOffset, record.offset)
     }
+    noteRecent(changes)
+  }
+
+  /// Keeps `changes`, just applied, among the recent ones — the last quarter to half of the
+  /// table's size in changes — or, for a topic of few cards, none.
+  private mutating func noteRecent(_ changes: [CardRecord]) {
+    let kept = records.count / 4
+    guard kept >= Self.minCardsForRecentChanges / 4 else {
+      if !recent.isEmpty { recent = [] }
+      recentSince = topOffset
+      return
+    }
+    recent.append(contentsOf: changes.lazy.map { ($0.offset, $0.cardID) })
+    guard recent.count > 2 * kept else { return }
+    let dropped = recent.count - kept
+    recentSince = recent[dropped - 1].offset
+    recent.removeFirst(dropped)
   }
 
   /// Whether a client at `epoch` and `offset` can be brought up to date from the card table;
@@ -58,7 +86,13 @@ public struct TopicState: Sendable {
 
   /// Every card and tombstone changed after `offset`, at its latest version, in offset order.
   public func changes(after offset: Int64) -> [CardRecord] {
-    records.values.filter { $0.offset > offset }.sorted { $0.offset < $1.offset }
+    guard offset >= recentSince else {
+      return records.values.filter { $0.offset > offset }.sorted { $0.offset < $1.offset }
+    }
+    // The recent changes after `offset`, each kept if it is still its card's latest.
+    var first = recent.endIndex
+    while first > recent.startIndex, recent[first - 1].offset > offset { first -= 1 }
+    return recent[first...].compactMap { change in records[change.cardID].flatMap { $0.offset == change.offset ? $0 : nil } }
   }
 
   /// The live cards not expired at `nowSeconds`, in offset order: what a snapshot carries.

@@ -128,6 +128,24 @@ struct BrokerTests {
     #expect(updates.count == 1 && updates[0].changes.isEmpty && !updates[0].isSnapshot && updates[0].throughOffset == 1)
   }
 
+  /// The catch-ups of one subscription's topics share its queue's room: a resume whose
+  /// catch-up would take more than half of what the earlier topics' catch-ups leave gets a
+  /// snapshot instead, so that changes made meanwhile still fit behind it.
+  @Test func catchUpsShareTheQueuesRoom() async throws {
+    let broker = try await makeBroker { $0.maxQueuedChangesPerSubscription = 8 }
+    let a = try await broker.publish("a", [card("a0", 1)])
+    let b = try await broker.publish("b", [card("b0", 1)])
+    try await broker.publish("a", (1...4).map { card("a\($0)", 1) })
+    try await broker.publish("b", (1...3).map { card("b\($0)", 1) })
+    let subscription = try broker.subscribe(
+      SubscribeRequest(topics: [
+        TopicPosition(topic: "a", epoch: a.epoch, offset: 1), TopicPosition(topic: "b", epoch: b.epoch, offset: 1),
+      ]), for: reader)
+    let updates = try ready(subscription)
+    #expect(updates.map(\.topic) == ["a", "b"] && updates.map(\.isSnapshot) == [false, true])
+    #expect(updates[0].changes.count == 4 && updates[1].changes.count == 4 && updates.map(\.throughOffset) == [5, 4])
+  }
+
   @Test(arguments: [
     ("another epoch", Int64(12345), Int64(2)), ("below the floor", nil, Int64(1)), ("ahead of the top", nil, Int64(99)),
   ])
