@@ -197,7 +197,9 @@ public final class Broker: Sendable {
       // outside the lock, as an overflowed queue's is.
       var deferred: [String] = []
       for (position, prepared) in zip(request.topics, prepared) {
-        let topic = Self.topic(position.topic, in: &state)
+        // A topic no one has published to is not kept for its readers (reads must not grow
+        // the broker): a publish makes it anew, in the same epoch.
+        let topic = state.topics[position.topic] ?? Self.newTopic(position.topic, in: state)
         // A topic that did not exist a moment ago holds little: its start is built here.
         let start = prepared ?? PreparedStart(topic, from: position, nowMillis: now)
         let room = configuration.maxQueuedChangesPerSubscription - subscription.queuedChanges
@@ -320,21 +322,14 @@ public final class Broker: Sendable {
   public func unsubscribe(_ subscription: Subscription) {
     subscription.detach()
     let id = ObjectIdentifier(subscription)
-    // The intake's lock first (the locks' order): whether a topic was ever published to.
-    intake.withLock { intake in
-      state.withLock { state in
-        guard state.subscriptions.removeValue(forKey: id) != nil else { return }
-        Self.release(placeOf: subscription.principal.subject, in: &state)
-        for topic in subscription.state.withLock({ Array($0.topics.keys) }) {
-          state.subscribers[topic]?[id] = nil
-          guard state.subscribers[topic]?.isEmpty == true else { continue }
-          state.subscribers[topic] = nil
-          // A topic that only subscribers made goes with its last one — reads must not grow
-          // the broker — unless a publish was given its epoch.
-          if intake.heads[topic] == nil, state.topics[topic]?.topOffset == 0 { state.topics[topic] = nil }
-        }
-        configuration.metrics.subscriptions.record(state.subscriptions.count)
+    state.withLock { state in
+      guard state.subscriptions.removeValue(forKey: id) != nil else { return }
+      Self.release(placeOf: subscription.principal.subject, in: &state)
+      for topic in subscription.state.withLock({ Array($0.topics.keys) }) {
+        state.subscribers[topic]?[id] = nil
+        if state.subscribers[topic]?.isEmpty == true { state.subscribers[topic] = nil }
       }
+      configuration.metrics.subscriptions.record(state.subscriptions.count)
     }
   }
 
