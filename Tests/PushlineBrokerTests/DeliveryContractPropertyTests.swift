@@ -130,6 +130,76 @@ struct DeliveryContractPropertyTests {
   }
 }
 
+extension DeliveryContractPropertyTests {
+  /// Subscribes and resumes racing a publisher on other threads, on a topic of thousands of
+  /// cards whose removals are pruned often: a start prepared outside the lock meets commits
+  /// made while it was built (its changes since, found among the topic's recent changes), a
+  /// floor raised past it, or a queue too full for its catch-up — and every subscriber still
+  /// sees offsets only rise, and ends with exactly the publisher's state.
+  @Test(.timeLimit(.minutes(1)), arguments: 0..<4)
+  func subscribesRacingCommitsKeepTheContract(seed: Int) async throws {
+    let clock = ManualWallClock()
+    let broker = try await Broker(
+      storage: InMemoryBrokerStorage(),
+      configuration: BrokerConfiguration(
+        maxTombstonesPerTopic: seed % 2 == 0 ? 4 : 512, maxQueuedChangesPerSubscription: 64, nowMillis: clock.function))
+    let cardCount = UInt64(TopicState.minCardsForRecentChanges * 3 / 2)
+    var seeding = [String: TrackerCard]()
+    try await broker.publish("t", (0..<cardCount).map { card("c\($0)", 0) })
+    for index in 0..<cardCount { seeding["c\(index)"] = card("c\(index)", 0) }
+    let published = Flag()
+    let (truth, replicas) = try await withThrowingTaskGroup(of: TopicReplica?.self) { group in
+      for subscriber in 0..<3 {
+        group.addTask {
+          var random = SplitMix64(seed: UInt64(seed * 10 + subscriber))
+          var replica = TopicReplica()
+          while !published.isSet {
+            // A fresh start one time in four, else a resume from the last position applied.
+            let fresh = random.next() % 4 == 0
+            if fresh { replica = TopicReplica() }
+            let subscription = try broker.subscribe("t", epoch: replica.epoch, offset: replica.position)
+            for _ in 0..<(1 + random.next() % 6) {
+              if !subscription.topicsNeedingSnapshot.isEmpty {
+                for update in try await broker.nextUpdates(for: subscription) { replica.apply(update) }
+              }
+              let limit = Int(1 + random.next() % 64)
+              for update in try subscription.takeReadyFromTheWire(maxChanges: limit, nowMillis: clock.now) ?? [] { replica.apply(update) }
+              await Task.yield()
+            }
+            broker.unsubscribe(subscription)
+          }
+          return replica
+        }
+      }
+      var random = SplitMix64(seed: UInt64(seed) &+ 1000)
+      var truth = seeding
+      var version = 0
+      for _ in 0..<500 {
+        let changes = randomChanges(&random, cardCount: cardCount, large: false, version: &version, truth: &truth)
+        try await broker.publish("t", changes.upserts, removing: changes.removals)
+      }
+      published.set()
+      var replicas: [TopicReplica] = []
+      for try await replica in group { replicas.append(replica!) }
+      return (truth, replicas)
+    }
+    for var replica in replicas {
+      let subscription = try broker.subscribe("t", epoch: replica.epoch, offset: replica.position)
+      try await Self.drain(subscription, of: broker, into: &replica, nowMillis: clock.now)
+      #expect(replica.violations.isEmpty, "seed \(seed): \(replica.violations.prefix(5))")
+      let wrong = Set(truth.keys).union(replica.cards.keys).filter { truth[$0] != replica.cards[$0] }
+      #expect(wrong.isEmpty, "seed \(seed): \(wrong.count) cards differ from the publisher's, such as \(wrong.sorted().prefix(5))")
+    }
+  }
+}
+
+/// A flag one task raises and others look at.
+private final class Flag: Sendable {
+  private let value = Atomic(false)
+  var isSet: Bool { value.load(ordering: .acquiring) }
+  func set() { value.store(true, ordering: .releasing) }
+}
+
 /// A commit's changes are coalesced once for all subscribers; that must leave every queue as
 /// appending them one by one would have.
 @Suite("Coalescing a commit once")
