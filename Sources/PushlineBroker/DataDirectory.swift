@@ -15,6 +15,7 @@ import Foundation
 /// its previous process exits, or a storage in this process not yet let go of by the tasks
 /// that used it) is waited for, up to a timeout, as SQLite waits for its own locks.
 final class DataDirectory: Sendable {
+  private let path: String
   private let directory: Int32
   private let descriptor: Int32
 
@@ -68,8 +69,46 @@ final class DataDirectory: Sendable {
     let pid = Array("\(getpid())\n".utf8)
     let written = pid.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
     if written == pid.count { _ = ftruncate(descriptor, off_t(pid.count)) }
+    self.path = path
     self.directory = directory
     self.descriptor = descriptor
+  }
+
+  /// The file numbering the brokers that ran on the directory.
+  private static let runFile = "broker.run"
+
+  /// The number of the last broker run on the directory (``recordRun(_:)``); `nil` when none
+  /// is recorded — a directory from before runs were numbered, or its file removed — or the
+  /// record does not read as one.
+  func lastRun() -> Int64? {
+    let file = openat(directory, Self.runFile, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    guard file >= 0 else { return nil }
+    defer { close(file) }
+    var bytes = [UInt8](repeating: 0, count: 32)
+    let count = bytes.withUnsafeMutableBytes { read(file, $0.baseAddress, $0.count) }
+    guard count > 0 else { return nil }
+    return Int64(String(decoding: bytes[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+  }
+
+  /// Records `run` as the number of the last broker run on the directory: written whole to a
+  /// file of its own, synced, then renamed over the old record, so that a crash leaves one or
+  /// the other.
+  ///
+  /// - Throws: ``DataDirectoryError`` when the record cannot be written.
+  func recordRun(_ run: Int64) throws(DataDirectoryError) {
+    let temporary = Self.runFile + ".new"
+    let file = openat(directory, temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
+    guard file >= 0 else { throw DataDirectoryError(action: "create", path: "\(path)/\(temporary)", errno: errno) }
+    let text = Array("\(run)\n".utf8)
+    let written = text.withUnsafeBytes { write(file, $0.baseAddress, $0.count) }
+    // A short write of a few bytes to a new file: a full disk, say, as EIO.
+    let failure: Int32? = written != text.count ? (written < 0 ? errno : EIO) : (fsync(file) == 0 ? nil : errno)
+    close(file)
+    if let failure { throw DataDirectoryError(action: "write", path: "\(path)/\(temporary)", errno: failure) }
+    guard renameat(directory, temporary, directory, Self.runFile) == 0 else {
+      throw DataDirectoryError(action: "rename", path: "\(path)/\(temporary)", errno: errno)
+    }
+    guard fsync(directory) == 0 else { throw DataDirectoryError(action: "sync", path: path, errno: errno) }
   }
 
   /// Makes the directory at `path` and its missing parents, as `mkdir -p` does; the system's

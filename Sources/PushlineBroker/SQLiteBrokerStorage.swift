@@ -38,13 +38,14 @@ import Synchronization
 /// whose write-ahead log is gone (deleted, or the file restored from a copy without it) finds
 /// the commits since the last checkpoint lost, acknowledged or not. Giving out their offsets
 /// again in the same epochs would break every client that saw them, so every topic then gets
-/// a new epoch (``renewedEpochs``) and positions in the old ones are answered with snapshots.
+/// a new epoch (``epochRenewal``) and positions in the old ones are answered with snapshots.
+/// So does a database older than the directory's last run — each open numbers its run, in the
+/// database and in the directory's `broker.run` — which a backup restored over it is.
 public final class SQLiteBrokerStorage: BrokerStorage {
   private let database: DatabasePool
-  /// Whether opening found the database of a crashed broker without its write-ahead log, and
-  /// so gave every topic a new epoch: publishes acknowledged since the log's last checkpoint
-  /// may be lost, and clients get snapshots rather than offsets given out twice.
-  public let renewedEpochs: Bool
+  /// Why opening gave every topic a new epoch, if it did: publishes acknowledged before may be
+  /// lost, and clients get snapshots rather than offsets given out twice.
+  public let epochRenewal: EpochRenewal?
   /// The directory, held while the storage lives, and let go of after the database is closed.
   private let held: DataDirectory
   /// Whose rows a ``StoredRowError`` names.
@@ -117,25 +118,41 @@ public final class SQLiteBrokerStorage: BrokerStorage {
     // commits already acknowledged. The pool keeps this one writer connection for its life.
     try database.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
     try Self.migrator.migrate(database)
-    // The mark: 0 closed, 1 open, 2 open with epochs still to renew. The renewal of a lost log
-    // is noted first, in a small transaction of its own: a start killed while renewing (a long
-    // transaction, which spills into a new log) then leaves a log the next start replays, and
-    // the mark makes that one renew in turn.
-    let mark = try database.read { try Int.fetchOne($0, sql: "SELECT unclosed FROM brokerRun") } ?? 0
-    let renews = mark == 2 || (mark == 1 && !logKept)
-    if renews {
-      try database.write { try $0.execute(sql: "INSERT OR REPLACE INTO brokerRun (id, unclosed) VALUES (1, 2)") }
+    // The mark: 0 closed, 1 open, 2 open with epochs still to renew. A renewal is noted first,
+    // in a small transaction of its own: a start killed while renewing (a long transaction,
+    // which spills into a new log) then leaves a log the next start replays, and the mark
+    // makes that one renew in turn.
+    let (mark, run) = try database.read { db in
+      (try Int.fetchOne(db, sql: "SELECT unclosed FROM brokerRun") ?? 0, try Int64.fetchOne(db, sql: "SELECT run FROM brokerRun") ?? 0)
     }
+    let lastRun = held.lastRun()
+    let renewal: EpochRenewal?
+    if mark == 2 {
+      renewal = .renewalCutShort
+    } else if mark == 1, !logKept {
+      renewal = .writeAheadLogLost
+    } else if let lastRun, run < lastRun {
+      renewal = .databaseOlderThanLastRun
+    } else {
+      renewal = nil
+    }
+    if renewal != nil {
+      try database.write { try $0.execute(sql: "UPDATE brokerRun SET unclosed = 2") }
+    }
+    let thisRun = max(run, lastRun ?? 0) + 1
     try database.write { db in
-      if renews { try Self.renewEpochs(db) }
-      try db.execute(sql: "INSERT OR REPLACE INTO brokerRun (id, unclosed) VALUES (1, 1)")
+      if renewal != nil { try Self.renewEpochs(db) }
+      try db.execute(sql: "INSERT OR REPLACE INTO brokerRun (id, unclosed, run) VALUES (1, 1, ?)", arguments: [thisRun])
     }
-    renewedEpochs = renews
+    epochRenewal = renewal
     // Into the database file, not only the log: a log lost later is then noticed. Passive:
     // a reader holding an old snapshot (a backup tool, an sqlite3 shell) must not keep the
     // broker from starting; the commits then try again until the mark is in (see `commit`).
     let inFile = try database.writeWithoutTransaction { try Self.checkpointsWholeLog($0) }
     markInFile = Mutex(inFile)
+    // After the database holds the run: a crash in between leaves the directory's record
+    // behind the database's, which is no renewal.
+    try held.recordRun(thisRun)
   }
 
   /// Copies what it can of the log into the database file, waiting for no reader; whether that
@@ -250,6 +267,10 @@ public final class SQLiteBrokerStorage: BrokerStorage {
     migrator.registerMigration("v4: open mark") { db in
       // One row: whether a storage has the database open, or crashed with it open.
       try db.execute(sql: "CREATE TABLE brokerRun (id INTEGER PRIMARY KEY CHECK (id = 1), unclosed INTEGER NOT NULL)")
+    }
+    migrator.registerMigration("v5: run numbers") { db in
+      // The number of the last run that opened the database; the data directory records it too.
+      try db.execute(sql: "ALTER TABLE brokerRun ADD COLUMN run INTEGER NOT NULL DEFAULT 0")
     }
     return migrator
   }

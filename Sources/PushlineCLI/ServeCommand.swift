@@ -160,9 +160,16 @@ struct ServeCommand: AsyncParsableCommand {
       } else {
         let opened = try SQLiteBrokerStorage(directory: settings.dataDir)
         sqlite = opened
-        if opened.renewedEpochs {
+        if let renewal = opened.epochRenewal {
+          let cause =
+            switch renewal {
+            case .writeAheadLogLost: "the previous broker crashed and the write-ahead log broker.sqlite-wal is gone"
+            case .databaseOlderThanLastRun:
+              "broker.sqlite is older than the last broker run on this directory (broker.run): restored from a backup, or its log lost"
+            case .renewalCutShort: "the previous start, which was renewing the epochs, was stopped before it finished"
+            }
           logger.error(
-            "the previous broker crashed and the write-ahead log broker.sqlite-wal is gone: publishes acknowledged since its last checkpoint may be lost; every topic has a new epoch, so clients start again from snapshots",
+            "\(cause): publishes acknowledged before may be lost; every topic has a new epoch, so clients start again from snapshots",
             metadata: ["dataDir": "\(settings.dataDir)"])
         }
         store = opened

@@ -83,7 +83,7 @@ struct SQLiteBrokerStorageTests {
     try FileManager.default.moveItem(atPath: crashImage, toPath: database)
 
     let storage = try SQLiteBrokerStorage(directory: directory)
-    #expect(storage.renewedEpochs)
+    #expect(storage.epochRenewal == .writeAheadLogLost)
     let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
     let next = try await broker.publish("t", [card("c", 1)])
     #expect(next.epoch != seen.epoch)
@@ -93,6 +93,59 @@ struct SQLiteBrokerStorageTests {
     // A retry of what the image kept is answered in the topic's new epoch.
     let retry = try await broker.publish("t", [card("a", 1)], key: "k")
     #expect(retry.replayed == true && retry.epoch == next.epoch)
+  }
+
+  /// A backup restored over the database — a copy taken after a clean stop, while later runs
+  /// gave out more offsets — is older than the directory's last run: every topic gets a new
+  /// epoch, rather than the offsets clients saw given out again to other changes.
+  @Test func aRestoredBackupOlderThanTheLastRunRenewsEveryEpoch() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let database = directory + "/broker.sqlite", backup = directory + "/backup.sqlite"
+    do {
+      let storage = try SQLiteBrokerStorage(directory: directory)
+      try await Broker(storage: storage).publish("t", [card("a", 1)])
+      try storage.close()
+      try FileManager.default.copyItem(atPath: database, toPath: backup)
+    }
+    let seen: PublishResponse
+    do {
+      let storage = try SQLiteBrokerStorage(directory: directory)
+      #expect(storage.epochRenewal == nil)
+      seen = try await Broker(storage: storage).publish("t", [card("b", 1)])
+      try storage.close()
+    }
+    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
+    try FileManager.default.moveItem(atPath: backup, toPath: database)
+    do {
+      let storage = try SQLiteBrokerStorage(directory: directory)
+      #expect(storage.epochRenewal == .databaseOlderThanLastRun)
+      let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+      let next = try await broker.publish("t", [card("c", 1)])
+      #expect(next.epoch != seen.epoch && next.firstOffset == seen.firstOffset)  // the offset again, in a new epoch
+      let updates = try broker.subscribe("t", epoch: seen.epoch, offset: seen.lastOffset)
+        .takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now) ?? []
+      #expect(updates.first?.isSnapshot == true)
+      try storage.close()
+    }
+    // Renewed once: the next start finds the database as recent as the directory's last run.
+    #expect(try SQLiteBrokerStorage(directory: directory).epochRenewal == nil)
+  }
+
+  /// A data directory from before runs were numbered, or whose record of them was removed,
+  /// opens without a renewal, and records the run from then on.
+  @Test func aDirectoryWithoutARecordOfRunsOpensAsItIs() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let first: PublishResponse
+    do {
+      let storage = try SQLiteBrokerStorage(directory: directory)
+      first = try await Broker(storage: storage).publish("t", [card("a", 1)])
+      try storage.close()
+    }
+    try FileManager.default.removeItem(atPath: directory + "/broker.run")
+    let storage = try SQLiteBrokerStorage(directory: directory)
+    #expect(storage.epochRenewal == nil)
+    #expect(try await Broker(storage: storage).publish("t", [card("b", 1)]).epoch == first.epoch)
+    #expect(FileManager.default.fileExists(atPath: directory + "/broker.run"))
   }
 
   /// A start killed while it renewed the epochs (a long transaction, which leaves a log of its
@@ -110,7 +163,7 @@ struct SQLiteBrokerStorageTests {
     let killed = try Self.databaseQueue(directory + "/broker.sqlite")
     try await killed.write { try $0.execute(sql: "UPDATE brokerRun SET unclosed = 2") }
     let storage = try SQLiteBrokerStorage(directory: directory)
-    #expect(storage.renewedEpochs)
+    #expect(storage.epochRenewal == .renewalCutShort)
     #expect(try await Broker(storage: storage).publish("t", [card("b", 1)]).epoch != first.epoch)
     withExtendedLifetime(killed) {}
   }
@@ -163,14 +216,14 @@ struct SQLiteBrokerStorageTests {
     let crashed: PublishResponse
     do {
       let storage = try SQLiteBrokerStorage(directory: directory)
-      #expect(!storage.renewedEpochs)
+      #expect(storage.epochRenewal == nil)
       crashed = try await Broker(storage: storage).publish("t", [card("b", 1)])
       #expect(crashed.epoch == first.epoch && crashed.firstOffset == 2)
       try FileManager.default.createDirectory(atPath: image, withIntermediateDirectories: false)
       for suffix in ["", "-wal"] { try FileManager.default.copyItem(atPath: database + suffix, toPath: image + "/broker.sqlite" + suffix) }
     }
     let storage = try SQLiteBrokerStorage(directory: image)
-    #expect(!storage.renewedEpochs)
+    #expect(storage.epochRenewal == nil)
     let next = try await Broker(storage: storage).publish("t", [card("c", 1)])
     #expect(next.epoch == first.epoch && next.firstOffset == crashed.lastOffset + 1)
   }

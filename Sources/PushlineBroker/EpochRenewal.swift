@@ -1,0 +1,13 @@
+/// Why opening a broker's SQLite storage gave every topic a new epoch: publishes it had
+/// acknowledged may be lost, so the offsets clients hold would be given out again, to other
+/// changes. Positions in the old epochs are answered with snapshots instead.
+public enum EpochRenewal: Sendable, Hashable {
+  /// The database of a crashed broker was found without its write-ahead log (deleted, or the
+  /// file restored from a copy without it): the commits since its last checkpoint are gone.
+  case writeAheadLogLost
+  /// The database is older than the data directory's last broker run: a backup restored over
+  /// it, or a log lost before the run's first checkpoint.
+  case databaseOlderThanLastRun
+  /// A start that was renewing the epochs was stopped before it finished (for either reason).
+  case renewalCutShort
+}
