@@ -190,7 +190,7 @@ public final class Broker: Sendable {
       }
       let subscription = Subscription(
         principal: principal, maxQueuedChanges: configuration.maxQueuedChangesPerSubscription, maxMessageSize: maxMessageSize,
-        nowMillis: now)
+        nowMillis: now, overflows: configuration.metrics.queueOverflows)
       let id = ObjectIdentifier(subscription)
       // Topics whose start is no good any more (removals pruned meanwhile), or whose catch-up
       // no longer fits behind the changes made meanwhile: they get a snapshot, built below,
@@ -267,7 +267,7 @@ public final class Broker: Sendable {
       if buildingOffTheCaller, cardCount(of: overflowed) > Self.largeTopicCards {
         resynchronizeLater(subscription, overflowed)
       } else {
-        resynchronize(subscription, overflowed, nowMillis: now)
+        queueSnapshots(of: overflowed, for: subscription, nowMillis: now)
       }
     }
     let updates = try subscription.takeReady(maxChanges: configuration.maxChangesPerUpdate, nowMillis: now) ?? []
@@ -275,13 +275,6 @@ public final class Broker: Sendable {
       configuration.metrics.deliveredChanges.increment(by: updates.reduce(0) { $0 + $1.changeCount })
     }
     return updates
-  }
-
-  /// Queues a fresh snapshot of each of `overflowed`, topics whose queue for `subscription`
-  /// overflowed.
-  private func resynchronize(_ subscription: Subscription, _ overflowed: [String], nowMillis now: Int64) {
-    configuration.metrics.queueOverflows.increment(by: overflowed.count)
-    queueSnapshots(of: overflowed, for: subscription, nowMillis: now)
   }
 
   /// Queues a fresh snapshot of each of `topics`, which await one for `subscription` (an
@@ -306,13 +299,13 @@ public final class Broker: Sendable {
     }
   }
 
-  /// ``resynchronize(_:_:nowMillis:)`` in a task on the global executor — one per
+  /// ``queueSnapshots(of:for:nowMillis:)`` in a task on the global executor — one per
   /// subscription at a time — then wakes the subscription's drain.
   private func resynchronizeLater(_ subscription: Subscription, _ overflowed: [String]) {
     let id = ObjectIdentifier(subscription)
     guard resynchronizing.withLock({ $0.insert(id).inserted }) else { return }
     Task(executorPreference: globalConcurrentExecutor) {
-      self.resynchronize(subscription, overflowed, nowMillis: self.configuration.nowMillis())
+      self.queueSnapshots(of: overflowed, for: subscription, nowMillis: self.configuration.nowMillis())
       self.resynchronizing.withLock { _ = $0.remove(id) }
       subscription.wakeDrain()
     }

@@ -16,7 +16,8 @@ public struct BrokerMetrics: Sendable {
   let commitSize: Recorder
   /// Publishes refused (a rule broken, a key reused, too many waiting for storage).
   let refusedPublishes: Counter
-  /// Topics whose queue for a subscriber passed its bound, and were sent again as snapshots.
+  /// Topics whose queue for a subscriber passed its bound: their queued changes dropped, a
+  /// snapshot to follow. Counted as it happens, so a subscriber that stopped reading shows.
   let queueOverflows: Counter
 
   /// The label of the commits' duration, a timer of the storage's write alone.

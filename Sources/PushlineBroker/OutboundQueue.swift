@@ -54,6 +54,9 @@ public struct OutboundQueue: Sendable {
   /// taken and compacted away once holes outnumber entries.
   private var slots: [Entry?] = []
   private var head = 0
+  /// The slots held, holes included: what the queue's memory grows with, bounded by its
+  /// entries (``compactIfSparse()``).
+  var slotCount: Int { slots.count }
   /// Where each queued card is and how many entries each topic has: built when a lookup would
   /// have to scan more than ``scanLimit`` slots — a subscriber fallen behind, whose new
   /// changes replace queued ones — and kept up until the queue empties. A subscriber keeping
@@ -232,7 +235,11 @@ public struct OutboundQueue: Sendable {
       coalescedCount += 1
     }
     appendSlot(.change(topic: topic, change))
-    return queued != nil
+    guard queued != nil else { return false }
+    // Each replacement leaves a hole: a queue nothing takes from (a subscriber that stopped
+    // reading) must drop them as it goes, or its slots grow with the publish rate.
+    compactIfSparse()
+    return true
   }
 
   /// Adds `entry` at the back, and counts it.

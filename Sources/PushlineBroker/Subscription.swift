@@ -1,3 +1,4 @@
+import CoreMetrics
 import PushlineRPC
 import PushlineSchema
 import Synchronization
@@ -77,11 +78,15 @@ public final class Subscription: Sendable {
   /// card larger than the limit, is not sent: the transport ends the stream.)
   let maxMessageSize: Int
   let state: Mutex<State>
+  /// Counts the topics whose queue passes its bound, as it happens: a subscriber that stopped
+  /// reading is seen at once, not when it reads again.
+  private let overflows: Counter?
 
-  init(principal: Principal, maxQueuedChanges: Int, maxMessageSize: Int, nowMillis: Int64) {
+  init(principal: Principal, maxQueuedChanges: Int, maxMessageSize: Int, nowMillis: Int64, overflows: Counter? = nil) {
     self.principal = principal
     self.maxQueuedChanges = maxQueuedChanges
     self.maxMessageSize = maxMessageSize
+    self.overflows = overflows
     state = Mutex(State(startedMillis: nowMillis))
   }
 
@@ -115,6 +120,7 @@ public final class Subscription: Sendable {
     if overflowed {
       state.queue.removeAll(for: topic)
       state.snapshotsDue += 1
+      overflows?.increment()
     }
     state.topics.changeValue(forKey: topic) { progress in
       if let last = run.changes.last?.offset { progress.queuedThrough = max(progress.queuedThrough, last) }

@@ -291,6 +291,25 @@ struct OutboundQueueTests {
     #expect(queue.changeCount == 6)
   }
 
+  /// A queue nothing takes from (a subscriber that stopped reading) stays bounded by its
+  /// cards however many newer versions replace them: the holes the replaced ones leave go as
+  /// they pile up, not at the next take.
+  @Test func replacementsWithoutATakeDoNotGrowTheQueue() throws {
+    var queue = OutboundQueue()
+    var offset: Int64 = 0
+    for round in 0..<1000 {
+      let run = EncodedChangeRun((0..<100).map { index in
+        offset += 1
+        return EncodedCardChange(upserting: EncodedCard(card("c\(index)", round)), offset: offset)
+      })
+      _ = queue.append(run, from: 0, topic: "t", whileFewerThan: 100)
+    }
+    #expect(queue.changeCount == 100)
+    #expect(queue.slotCount <= 2 * 100 + 1024 + 100)
+    let taken = queue.take(limit: 1000) { _ in 1 }
+    #expect(taken.flatMap(\.topicUpdate.changes).map(\.offset) == (offset - 99...offset).map { $0 })
+  }
+
   /// At most ``OutboundQueue/maxStackedRuns`` runs of a topic stack; the next merges them.
   @Test func atMostSixteenRunsOfATopicStack() {
     var queue = OutboundQueue()
