@@ -29,12 +29,15 @@ final class PipelinedCall {
   /// Answers that came before an earlier request's, by request number.
   private var early: [UInt32: [UInt8]] = [:]
   /// The status that ends the call once every request numbered before `at` is answered: an
-  /// answer that failed (at its request's number), the client's half-close, or the server's
-  /// shutdown (at the number of the next request). Requests after it go to no handler.
+  /// answer that failed (at its request's number), the client's half-close, the server's
+  /// shutdown, or a stop whose request turned out answered (at the number of the next
+  /// request). Requests after it go to no handler.
   private var ending: (at: UInt32, status: CallStatus)?
-  /// A request failed on the loop, its answer still on its way: no request is taken after it.
-  /// Its status ends the call should that request's answer turn out a success given before.
-  private var stopped: (request: UInt32, status: CallStatus)?
+  /// A request failed on the loop, its answer still on its way: no request is taken after it
+  /// (`turnedAway` says whether one came). Should that request's answer turn out a success
+  /// given before the failure, the call goes on — or, if requests were turned away, ends with
+  /// the failure's status.
+  private var stopped: (request: UInt32, status: CallStatus, turnedAway: Bool)?
 
   /// A pipelined call whose requests go to `handler`.
   init(context: ServerContext, handler: @escaping RPCRouter.CompletingHandler) {
@@ -46,19 +49,23 @@ final class PipelinedCall {
   /// once the call is ending, or a request has failed on the loop before its answer's turn
   /// (``stopTakingRequests(after:status:)``), when the request goes unanswered.
   func numberNextRequest() -> UInt32? {
-    guard ending == nil, stopped == nil else { return nil }
+    guard ending == nil else { return nil }
+    guard stopped == nil else {
+      stopped?.turnedAway = true
+      return nil
+    }
     defer { received &+= 1 }
     return received
   }
 
   /// Request `request` has failed with `status`, its answer not yet taken: the requests after
-  /// it go to no handler. The answer, when taken, ends the call after those before it; if a
+  /// it go to no handler. The answer, when taken, ends the call after those before it. If a
   /// success given earlier comes first (a handler that answered twice: the first counts), the
-  /// call still ends with `status` once the requests numbered so far are answered, so that
-  /// those the stop turned away are not left waiting.
+  /// call goes on, unless the stop turned requests away: it then ends with `status` once the
+  /// requests numbered so far are answered, so that those are not left waiting.
   func stopTakingRequests(after request: UInt32, status: CallStatus) {
-    guard request &- nextToSend < received &- nextToSend, early[request] == nil, stopped == nil else { return }
-    stopped = (request, status)
+    guard ending == nil, stopped == nil, request &- nextToSend < received &- nextToSend, early[request] == nil else { return }
+    stopped = (request, status, false)
   }
 
   /// No more requests come: the call ends with `status` once those received are answered
@@ -81,7 +88,9 @@ final class PipelinedCall {
     guard position < limit, early[request] == nil else { return }
     if let stop = stopped, stop.request == request {
       stopped = nil
-      if case .success = result { ending = (received, stop.status) }
+      // An end set meanwhile stays, unless it would leave the turned-away requests after the
+      // ones numbered ending OK (a half-close): an end never moves later.
+      if case .success = result, stop.turnedAway, (ending?.at ?? received) == received { ending = (received, stop.status) }
     }
     switch result {
     case .failure(let error):

@@ -136,27 +136,6 @@ struct PipelinedCallTests {
     #expect(seen.withLock { $0 } == ["a", "refuse"])
   }
 
-  /// A handler that answers a request twice, a success and then a failure on the loop: the
-  /// success counts, and the failure, which stopped the call's later requests as it came, ends
-  /// the call after it — the requests sent later fail with its status rather than wait forever.
-  @Test(.timeLimit(.minutes(1))) func aFailureAfterASuccessEndsTheCallInsteadOfStrandingIt() async throws {
-    var router = RPCRouter()
-    router.registerPipelined(Self.echo, request: MetadataEntry.self, response: MetadataEntry.self) { request, _, completion in
-      completion.succeed(request)
-      if request.key == "twice" { completion.fail(RPCError(code: .aborted, message: "answered twice")) }
-    }
-    try await RPCServer(router: router, configuration: .init(port: 0)).withRunningServer { address in
-      try await RPCClient.withConnection(host: "127.0.0.1", port: address.port!) { connection in
-        let pipeline = connection.pipeline(Self.echo, request: MetadataEntry.self, response: MetadataEntry.self)
-        #expect(try await pipeline.send(MetadataEntry(key: "twice")).key == "twice")
-        await #expect { try await pipeline.send(MetadataEntry(key: "after")) } throws: { ($0 as? RPCError)?.code == .aborted }
-        let next = connection.pipeline(Self.echo, request: MetadataEntry.self, response: MetadataEntry.self)
-        #expect(try await next.send(MetadataEntry(key: "next")).key == "next")
-        try await next.finish()
-      }
-    }
-  }
-
   /// A pipeline opened before the server's handshake keeps to the protocol's default window
   /// (100 requests unanswered); when the ServerHello agrees on a larger one, the requests
   /// waiting for room go out at once, before any answer frees room.
