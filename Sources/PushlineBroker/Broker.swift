@@ -150,6 +150,13 @@ public final class Broker: Sendable {
   public func subscribe(
     _ request: SubscribeRequest, for principal: Principal, maxMessageSize: Int = ConnectionLimits.defaults.maxMessageSize
   ) throws(RPCError) -> Subscription {
+    try open(try prepareSubscription(request, for: principal), maxMessageSize: maxMessageSize)
+  }
+
+  /// ``subscribe(_:for:maxMessageSize:)``'s first step: the request checked and admitted — its
+  /// place under the subject's limit kept from then on — and each topic's catch-up or snapshot
+  /// built outside the lock, from a copy (a refused subscribe costs no build).
+  func prepareSubscription(_ request: SubscribeRequest, for principal: Principal) throws(RPCError) -> PreparedSubscription {
     guard (1...configuration.maxTopicsPerSubscription).contains(request.topics.count) else {
       throw RPCError(
         code: .invalidArgument,
@@ -160,28 +167,33 @@ public final class Broker: Sendable {
     }
     for position in request.topics { try Self.authorizeRead(position.topic, principal) }
     let now = configuration.nowMillis()
-    // Each topic's catch-up or snapshot is built outside the lock, from a copy, once the
-    // subscribe is admitted (a refused one costs no build); then the changes made meanwhile
-    // follow it, or, if it is no good any more, it is built again under the lock.
     let copies = try state.withLock { state throws(RPCError) in
       let held = try admissible(principal, in: state)
       // Last: a token is spent only on a subscribe that is otherwise admitted. (The limiter's
       // lock is taken under this one, and takes no other.)
       try admission.admit(nowMillis: now)
-      // Its place under the subject's limit is kept for it meanwhile.
       state.subscriptionsPerSubject[principal.subject] = held + 1
       return request.topics.map { state.topics[$0.topic] }
     }
     // Each catch-up within half the room the earlier topics' catch-ups leave in the queue,
     // else a snapshot: a catch-up's cards changed meanwhile queue behind it, and need the rest.
     var room = configuration.maxQueuedChangesPerSubscription
-    let prepared = zip(request.topics, copies).map { position, copy in
+    let starts = zip(request.topics, copies).map { position, copy in
       copy.map { copy in
         let start = PreparedStart(copy, from: position, catchUpsUpTo: room / 2, nowMillis: now)
         room -= start.catchUp?.count ?? 0
         return start
       }
     }
+    return PreparedSubscription(request: request, principal: principal, nowMillis: now, starts: starts)
+  }
+
+  /// ``subscribe(_:for:maxMessageSize:)``'s second step: the subscription attached to its
+  /// topics, each with its prepared start and the changes made since — or, for a start gone
+  /// stale (removals pruned meanwhile) or a catch-up that no longer fits behind the changes
+  /// made meanwhile, with a snapshot built anew outside the lock, as an overflowed queue's is.
+  func open(_ prepared: PreparedSubscription, maxMessageSize: Int) throws(RPCError) -> Subscription {
+    let (principal, now) = (prepared.principal, prepared.nowMillis)
     let (subscription, deferred) = try state.withLock { state throws(RPCError) in
       // A shutdown may have begun meanwhile: the place kept goes back.
       guard !state.isShutDown else {
@@ -192,17 +204,14 @@ public final class Broker: Sendable {
         principal: principal, maxQueuedChanges: configuration.maxQueuedChangesPerSubscription, maxMessageSize: maxMessageSize,
         nowMillis: now, overflows: configuration.metrics.queueOverflows)
       let id = ObjectIdentifier(subscription)
-      // Topics whose start is no good any more (removals pruned meanwhile), or whose catch-up
-      // no longer fits behind the changes made meanwhile: they get a snapshot, built below,
-      // outside the lock, as an overflowed queue's is.
       var deferred: [String] = []
-      for (position, prepared) in zip(request.topics, prepared) {
+      for (position, prepared) in zip(prepared.request.topics, prepared.starts) {
         // A topic no one has published to is not kept for its readers (reads must not grow
         // the broker): a publish makes it anew, in the same epoch.
         let topic = state.topics[position.topic] ?? Self.newTopic(position.topic, in: state)
-        // A topic that did not exist a moment ago holds little: its start is built here.
-        let start = prepared ?? PreparedStart(topic, from: position, nowMillis: now)
         let room = configuration.maxQueuedChangesPerSubscription - subscription.queuedChanges
+        // A topic that did not exist a moment ago holds little: its start is built here.
+        let start = prepared ?? PreparedStart(topic, from: position, catchUpsUpTo: room / 2, nowMillis: now)
         if let delta = prepared == nil ? [] : start.delta(in: topic), (start.catchUp?.count ?? 0) <= room / 2 {
           subscription.attach(topic, through: start.topOffset, catchUp: start.catchUp, snapshot: start.snapshot, then: delta)
         } else {
@@ -285,7 +294,7 @@ public final class Broker: Sendable {
     let prepared = copies.map { $0.map { PreparedStart($0, from: nil, nowMillis: now) } }
     state.withLock { state in
       for (name, prepared) in zip(topics, prepared) {
-        let topic = Self.topic(name, in: &state)
+        let topic = state.topics[name] ?? Self.newTopic(name, in: state)
         // The changes made meanwhile must fit the queue's room: overflowing again, they would
         // drop the snapshot just queued, and leave the take nothing to send and no one to
         // wake the stream (a snapshot is built from the topic as it is now instead).

@@ -1,4 +1,5 @@
 @testable import PushlineBroker
+import MetricsTestKit
 import PushlineRPC
 import PushlineSchema
 import PushlineWire
@@ -144,6 +145,50 @@ struct BrokerTests {
     let updates = try ready(subscription)
     #expect(updates.map(\.topic) == ["a", "b"] && updates.map(\.isSnapshot) == [false, true])
     #expect(updates[0].changes.count == 4 && updates[1].changes.count == 4 && updates.map(\.throughOffset) == [5, 4])
+  }
+
+  /// A catch-up prepared outside the lock that no longer fits once the changes made meanwhile
+  /// to the subscription's other topics are queued is not queued past the bound: its topic gets
+  /// a snapshot, built anew outside the lock, queued before the subscription is handed out,
+  /// and counted as no overflow.
+  @Test func aCatchUpThatNoLongerFitsGetsASnapshotBuiltOutsideTheLock() async throws {
+    let metrics = TestMetrics()
+    let broker = try await makeBroker {
+      $0.maxQueuedChangesPerSubscription = 8
+      $0.metrics = BrokerMetrics(factory: metrics)
+    }
+    let a = try await broker.publish("a", [card("a0", 1)])
+    let b = try await broker.publish("b", [card("b0", 1)])
+    try await broker.publish("a", (1...2).map { card("a\($0)", 1) })
+    try await broker.publish("b", (1...3).map { card("b\($0)", 1) })
+    let prepared = try broker.prepareSubscription(
+      SubscribeRequest(topics: [
+        TopicPosition(topic: "a", epoch: a.epoch, offset: 1), TopicPosition(topic: "b", epoch: b.epoch, offset: 1),
+      ]), for: reader)
+    #expect(prepared.starts.map { $0?.catchUp?.count } == [2, 3])
+    try await broker.publish("a", (3...6).map { card("a\($0)", 1) })  // between the two steps
+    let subscription = try broker.open(prepared, maxMessageSize: 1 << 20)
+    #expect(subscription.topicsNeedingSnapshot.isEmpty)
+    let updates = try ready(subscription)
+    #expect(updates.filter { $0.topic == "a" }.map(\.isSnapshot).allSatisfy { !$0 })
+    #expect(updates.filter { $0.topic == "a" }.flatMap(\.changes).map(\.cardID) == (1...6).map { "a\($0)" })
+    #expect(updates.filter { $0.topic == "b" }.map(\.isSnapshot) == [true] && updates.last?.throughOffset == 4)
+    #expect(try metrics.expectCounter("pushline_queue_overflows_total").totalValue == 0)
+  }
+
+  /// A start prepared outside the lock whose offset a prune passed meanwhile (a removal it
+  /// would need is gone) is no good: the topic gets a snapshot, built anew outside the lock.
+  @Test func aStartPassedByAPruneMeanwhileGetsASnapshot() async throws {
+    let broker = try await makeBroker { $0.maxTombstonesPerTopic = 0 }
+    let first = try await broker.publish("t", (0..<20).map { card("c\($0)", 1) })
+    let prepared = try broker.prepareSubscription(
+      SubscribeRequest(topics: [TopicPosition(topic: "t", epoch: first.epoch, offset: first.lastOffset)]), for: reader)
+    #expect(prepared.starts.first??.catchUp?.isEmpty == true)
+    let removal = try await broker.publish("t", [], removing: (0..<20).map { "c\($0)" })  // past 16: pruned
+    #expect(broker.state.withLock { $0.topics["t"]!.floorOffset } > first.lastOffset)
+    let subscription = try broker.open(prepared, maxMessageSize: 1 << 20)
+    let updates = try ready(subscription)
+    #expect(updates.count == 1 && updates[0].isSnapshot && updates[0].changes.isEmpty && updates[0].throughOffset == removal.lastOffset)
   }
 
   @Test(arguments: [
