@@ -77,17 +77,33 @@ final class DataDirectory: Sendable {
   /// The file numbering the brokers that ran on the directory.
   private static let runFile = "broker.run"
 
-  /// The number of the last broker run on the directory (``recordRun(_:)``); `nil` when none
-  /// is recorded — a directory from before runs were numbered, or its file removed — or the
-  /// record does not read as one.
-  func lastRun() -> Int64? {
+  /// What the directory records of its last broker run (``recordRun(_:)``).
+  enum RecordedRun: Equatable {
+    /// No record: a directory from before runs were numbered, or its record removed.
+    case none
+    /// The last run's number.
+    case run(Int64)
+    /// A record that does not read as a run's number: damaged.
+    case unreadable
+  }
+
+  /// What the directory records of its last broker run.
+  ///
+  /// - Throws: ``DataDirectoryError`` when the record is there but cannot be read.
+  func lastRun() throws(DataDirectoryError) -> RecordedRun {
     let file = openat(directory, Self.runFile, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-    guard file >= 0 else { return nil }
+    guard file >= 0 else {
+      guard errno == ENOENT else { throw DataDirectoryError(action: "open", path: "\(path)/\(Self.runFile)", errno: errno) }
+      return .none
+    }
     defer { close(file) }
     var bytes = [UInt8](repeating: 0, count: 32)
     let count = bytes.withUnsafeMutableBytes { read(file, $0.baseAddress, $0.count) }
-    guard count > 0 else { return nil }
-    return Int64(String(decoding: bytes[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    guard count >= 0 else { throw DataDirectoryError(action: "read", path: "\(path)/\(Self.runFile)", errno: errno) }
+    // A run's number, with room for the next.
+    let text = String(decoding: bytes[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    guard let run = Int64(text), run >= 0, run < .max else { return .unreadable }
+    return .run(run)
   }
 
   /// Records `run` as the number of the last broker run on the directory: written whole to a

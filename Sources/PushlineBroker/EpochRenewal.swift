@@ -8,6 +8,9 @@ public enum EpochRenewal: Sendable, Hashable {
   /// The database is older than the data directory's last broker run: a backup restored over
   /// it, or a log lost before the run's first checkpoint.
   case databaseOlderThanLastRun
-  /// A start that was renewing the epochs was stopped before it finished (for either reason).
+  /// The data directory's record of its last run (`broker.run`) does not read as one: whether
+  /// the database is older cannot be told.
+  case runRecordUnreadable
+  /// A start that was renewing the epochs was stopped before it finished (for any reason).
   case renewalCutShort
 }

@@ -101,8 +101,9 @@ public final class SQLiteBrokerStorage: BrokerStorage {
   /// - Parameter lockTimeout: how long to wait for a broker that holds the directory to let
   ///   go of it (one restarted while its previous process exits), as SQLite waits for its locks.
   /// - Throws: ``DataDirectoryInUseError`` when another broker still holds the directory;
-  ///   ``DataDirectoryError`` when the directory cannot be created or locked; GRDB's error
-  ///   when the database cannot be opened or migrated.
+  ///   ``DataDirectoryError`` when the directory cannot be created or locked, or its record of
+  ///   runs (`broker.run`) read or written; GRDB's error when the database cannot be opened or
+  ///   migrated.
   public init(directory: String, lockTimeout: Duration = .seconds(5)) throws {
     held = try DataDirectory(path: directory, waiting: lockTimeout)
     let path = (directory as NSString).appendingPathComponent("broker.sqlite")
@@ -121,38 +122,48 @@ public final class SQLiteBrokerStorage: BrokerStorage {
     // The mark: 0 closed, 1 open, 2 open with epochs still to renew. A renewal is noted first,
     // in a small transaction of its own: a start killed while renewing (a long transaction,
     // which spills into a new log) then leaves a log the next start replays, and the mark
-    // makes that one renew in turn.
+    // makes that one renew in turn. The run: this open's number, one past the database's and
+    // the directory's record; a database behind the record is older than the last run.
     let (mark, run) = try database.read { db in
       (try Int.fetchOne(db, sql: "SELECT unclosed FROM brokerRun") ?? 0, try Int64.fetchOne(db, sql: "SELECT run FROM brokerRun") ?? 0)
     }
-    let lastRun = held.lastRun()
+    let recorded = try held.lastRun()
+    let lastRun: Int64 = if case .run(let number) = recorded { number } else { 0 }
     let renewal: EpochRenewal?
     if mark == 2 {
       renewal = .renewalCutShort
     } else if mark == 1, !logKept {
       renewal = .writeAheadLogLost
-    } else if let lastRun, run < lastRun {
+    } else if recorded == .unreadable {
+      renewal = .runRecordUnreadable
+    } else if run < lastRun {
       renewal = .databaseOlderThanLastRun
     } else {
       renewal = nil
     }
+    let thisRun = max(run, lastRun) &+ 1  // (wrapping only for a database tampered with, whose number is then unreadable)
     if renewal != nil {
-      try database.write { try $0.execute(sql: "UPDATE brokerRun SET unclosed = 2") }
+      try database.write { db in
+        try db.execute(sql: "INSERT OR REPLACE INTO brokerRun (id, unclosed, run) VALUES (1, 2, ?)", arguments: [run])
+      }
     }
-    let thisRun = max(run, lastRun ?? 0) + 1
+    // Marked open (1) — after a renewal only once the directory has recorded the run, so
+    // that a start killed before that renews again, and says so.
     try database.write { db in
       if renewal != nil { try Self.renewEpochs(db) }
-      try db.execute(sql: "INSERT OR REPLACE INTO brokerRun (id, unclosed, run) VALUES (1, 1, ?)", arguments: [thisRun])
+      try db.execute(
+        sql: "INSERT OR REPLACE INTO brokerRun (id, unclosed, run) VALUES (1, ?, ?)", arguments: [renewal == nil ? 1 : 2, thisRun])
     }
+    // After the database holds the run: a crash in between leaves the directory's record
+    // behind the database's, which is no renewal.
+    try held.recordRun(thisRun)
+    if renewal != nil { try database.write { try $0.execute(sql: "UPDATE brokerRun SET unclosed = 1") } }
     epochRenewal = renewal
     // Into the database file, not only the log: a log lost later is then noticed. Passive:
     // a reader holding an old snapshot (a backup tool, an sqlite3 shell) must not keep the
     // broker from starting; the commits then try again until the mark is in (see `commit`).
     let inFile = try database.writeWithoutTransaction { try Self.checkpointsWholeLog($0) }
     markInFile = Mutex(inFile)
-    // After the database holds the run: a crash in between leaves the directory's record
-    // behind the database's, which is no renewal.
-    try held.recordRun(thisRun)
   }
 
   /// Copies what it can of the log into the database file, waiting for no reader; whether that

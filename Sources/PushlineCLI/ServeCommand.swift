@@ -166,6 +166,7 @@ struct ServeCommand: AsyncParsableCommand {
             case .writeAheadLogLost: "the previous broker crashed and the write-ahead log broker.sqlite-wal is gone"
             case .databaseOlderThanLastRun:
               "broker.sqlite is older than the last broker run on this directory (broker.run): restored from a backup, or its log lost"
+            case .runRecordUnreadable: "broker.run, the record of the last broker run on this directory, is damaged"
             case .renewalCutShort: "the previous start, which was renewing the epochs, was stopped before it finished"
             }
           logger.error(

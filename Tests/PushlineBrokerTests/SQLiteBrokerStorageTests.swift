@@ -131,6 +131,27 @@ struct SQLiteBrokerStorageTests {
     #expect(try SQLiteBrokerStorage(directory: directory).epochRenewal == nil)
   }
 
+  /// A record of runs that does not read as one (damaged) cannot say whether the database is
+  /// older: every topic gets a new epoch, and the record is written anew.
+  @Test func anUnreadableRecordOfRunsRenewsEveryEpoch() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let first: PublishResponse
+    do {
+      let storage = try SQLiteBrokerStorage(directory: directory)
+      first = try await Broker(storage: storage).publish("t", [card("a", 1)])
+      try storage.close()
+    }
+    try "9223372036854775807\n".write(toFile: directory + "/broker.run", atomically: false, encoding: .utf8)
+    do {
+      let storage = try SQLiteBrokerStorage(directory: directory)
+      #expect(storage.epochRenewal == .runRecordUnreadable)
+      #expect(try await Broker(storage: storage).publish("t", [card("b", 1)]).epoch != first.epoch)
+      try storage.close()
+    }
+    #expect(try String(contentsOfFile: directory + "/broker.run", encoding: .utf8) == "2\n")
+    #expect(try SQLiteBrokerStorage(directory: directory).epochRenewal == nil)
+  }
+
   /// A data directory from before runs were numbered, or whose record of them was removed,
   /// opens without a renewal, and records the run from then on.
   @Test func aDirectoryWithoutARecordOfRunsOpensAsItIs() async throws {
