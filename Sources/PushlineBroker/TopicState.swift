@@ -14,7 +14,7 @@ public struct TopicState: Sendable {
   /// tombstone.
   public var floorOffset: Int64
   /// Live cards and tombstones, by cardID.
-  public private(set) var records: [String: CardRecord]
+  public private(set) var records: CardTable
   /// How many of `records` are tombstones.
   public private(set) var tombstoneCount: Int
   /// No tombstone changed before this: a lower bound, made exact by a scan that finds none to
@@ -42,7 +42,7 @@ public struct TopicState: Sendable {
     self.epoch = epoch
     self.topOffset = topOffset
     self.floorOffset = floorOffset
-    self.records = Dictionary(records.map { ($0.cardID, $0) }, uniquingKeysWith: { $0.offset > $1.offset ? $0 : $1 })
+    self.records = CardTable(records)
     tombstoneCount = records.count { $0.isTombstone }
     oldestTombstoneBound = records.lazy.filter(\.isTombstone).map(\.changedAtMillis).min() ?? .max
     recentSince = topOffset
@@ -145,7 +145,7 @@ public struct TopicState: Sendable {
   /// Drops the tombstones of `prune` that are still the cards' latest change, and raises the floor.
   public mutating func apply(_ prune: TombstonePrune) {
     for (cardID, offset) in prune.tombstones where records[cardID]?.offset == offset && records[cardID]?.isTombstone == true {
-      records[cardID] = nil
+      records.removeValue(forKey: cardID)
       tombstoneCount -= 1
     }
     floorOffset = max(floorOffset, prune.floorOffset)

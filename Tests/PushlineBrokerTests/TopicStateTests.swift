@@ -36,3 +36,40 @@ struct TopicStateTests {
     }
   }
 }
+
+/// The card table, whole or split into shards, as a dictionary of cardIDs.
+@Suite("Card table")
+struct CardTableTests {
+  /// Upserts and removals across the size at which the table splits, and a copy taken on the
+  /// way that later changes leave as it was: the table always holds what a dictionary would.
+  @Test(arguments: 0..<4)
+  func theTableHoldsWhatADictionaryWould(seed: UInt64) {
+    var random = SplitMix64(seed: seed)
+    var table = CardTable([])
+    var model: [String: CardRecord] = [:]
+    var copy: (table: CardTable, model: [String: CardRecord])?
+    for offset in 1...Int64(CardTable.shardingCount * 3) {
+      let cardID = "c\(random.next() % UInt64(CardTable.shardingCount * 2))"
+      if random.next() % 5 == 0 {
+        #expect(table.removeValue(forKey: cardID)?.offset == model.removeValue(forKey: cardID)?.offset)
+      } else {
+        let record = CardRecord(cardID: cardID, offset: offset, card: nil, changedAtMillis: offset)
+        #expect(table.updateValue(record, forKey: cardID)?.offset == model.updateValue(record, forKey: cardID)?.offset)
+      }
+      if offset == Int64(CardTable.shardingCount) { copy = (table, model) }
+    }
+    for (table, model) in [(table, model), copy!] {
+      #expect(table.count == model.count)
+      #expect(Dictionary(uniqueKeysWithValues: table.values.map { ($0.cardID, $0.offset) }) == model.mapValues(\.offset))
+      #expect(Set(table.keys) == Set(model.keys))
+      #expect(model.keys.allSatisfy { table[$0]?.offset == model[$0]?.offset })
+    }
+  }
+
+  /// A table made from records keeps each card's latest version, whatever their order.
+  @Test func aTableFromRecordsKeepsEachCardsLatest() {
+    let records = [("a", 3), ("b", 1), ("a", 1), ("a", 2)].map { CardRecord(cardID: $0.0, offset: Int64($0.1), card: nil, changedAtMillis: 0) }
+    let table = CardTable(records)
+    #expect(table.count == 2 && table["a"]?.offset == 3 && table["b"]?.offset == 1)
+  }
+}
