@@ -129,19 +129,24 @@ struct BrokerTests {
     #expect(updates.count == 1 && updates[0].changes.isEmpty && !updates[0].isSnapshot && updates[0].throughOffset == 1)
   }
 
+  /// A subscribe resuming topics "a" and "b" from their first change (offset 1), after
+  /// `missing` more cards were published to each (a1…, b1…).
+  static func resumeOfTwoTopics(on broker: Broker, missing: (a: Int, b: Int)) async throws -> SubscribeRequest {
+    let a = try await broker.publish("a", [card("a0", 1)])
+    let b = try await broker.publish("b", [card("b0", 1)])
+    try await broker.publish("a", (1...missing.a).map { card("a\($0)", 1) })
+    try await broker.publish("b", (1...missing.b).map { card("b\($0)", 1) })
+    return SubscribeRequest(topics: [
+      TopicPosition(topic: "a", epoch: a.epoch, offset: 1), TopicPosition(topic: "b", epoch: b.epoch, offset: 1),
+    ])
+  }
+
   /// The catch-ups of one subscription's topics share its queue's room: a resume whose
   /// catch-up would take more than half of what the earlier topics' catch-ups leave gets a
   /// snapshot instead, so that changes made meanwhile still fit behind it.
   @Test func catchUpsShareTheQueuesRoom() async throws {
     let broker = try await makeBroker { $0.maxQueuedChangesPerSubscription = 8 }
-    let a = try await broker.publish("a", [card("a0", 1)])
-    let b = try await broker.publish("b", [card("b0", 1)])
-    try await broker.publish("a", (1...4).map { card("a\($0)", 1) })
-    try await broker.publish("b", (1...3).map { card("b\($0)", 1) })
-    let subscription = try broker.subscribe(
-      SubscribeRequest(topics: [
-        TopicPosition(topic: "a", epoch: a.epoch, offset: 1), TopicPosition(topic: "b", epoch: b.epoch, offset: 1),
-      ]), for: reader)
+    let subscription = try broker.subscribe(try await Self.resumeOfTwoTopics(on: broker, missing: (4, 3)), for: reader)
     let updates = try ready(subscription)
     #expect(updates.map(\.topic) == ["a", "b"] && updates.map(\.isSnapshot) == [false, true])
     #expect(updates[0].changes.count == 4 && updates[1].changes.count == 4 && updates.map(\.throughOffset) == [5, 4])
@@ -157,14 +162,7 @@ struct BrokerTests {
       $0.maxQueuedChangesPerSubscription = 8
       $0.metrics = BrokerMetrics(factory: metrics)
     }
-    let a = try await broker.publish("a", [card("a0", 1)])
-    let b = try await broker.publish("b", [card("b0", 1)])
-    try await broker.publish("a", (1...2).map { card("a\($0)", 1) })
-    try await broker.publish("b", (1...3).map { card("b\($0)", 1) })
-    let prepared = try broker.prepareSubscription(
-      SubscribeRequest(topics: [
-        TopicPosition(topic: "a", epoch: a.epoch, offset: 1), TopicPosition(topic: "b", epoch: b.epoch, offset: 1),
-      ]), for: reader)
+    let prepared = try broker.prepareSubscription(try await Self.resumeOfTwoTopics(on: broker, missing: (2, 3)), for: reader)
     #expect(prepared.starts.map { $0?.catchUp?.count } == [2, 3])
     try await broker.publish("a", (3...6).map { card("a\($0)", 1) })  // between the two steps
     let subscription = try broker.open(prepared, maxMessageSize: 1 << 20)

@@ -19,6 +19,16 @@ struct SQLiteBrokerStorageTests {
       configuration: BrokerConfiguration(maxTombstonesPerTopic: 0, nowMillis: clock.function))
   }
 
+  /// One broker run on the directory, stopped cleanly: `body` given the storage opened (to
+  /// see what opening found) and a broker over it.
+  @discardableResult
+  func run<T>(_ body: (SQLiteBrokerStorage, Broker) async throws -> T) async throws -> T {
+    let storage = try SQLiteBrokerStorage(directory: directory)
+    let result = try await body(storage, try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function)))
+    try storage.close()
+    return result
+  }
+
   @Test func aRestartKeepsEpochsOffsetsCardsTombstonesAndKeys() async throws {
     defer { try? FileManager.default.removeItem(atPath: directory) }
     var unknown = card("a", 1)
@@ -101,71 +111,50 @@ struct SQLiteBrokerStorageTests {
   @Test func aRestoredBackupOlderThanTheLastRunRenewsEveryEpoch() async throws {
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let database = directory + "/broker.sqlite", backup = directory + "/backup.sqlite"
-    do {
-      let storage = try SQLiteBrokerStorage(directory: directory)
-      try await Broker(storage: storage).publish("t", [card("a", 1)])
-      try storage.close()
-      try FileManager.default.copyItem(atPath: database, toPath: backup)
-    }
-    let seen: PublishResponse
-    do {
-      let storage = try SQLiteBrokerStorage(directory: directory)
+    try await run { _, broker in try await broker.publish("t", [card("a", 1)]) }
+    try FileManager.default.copyItem(atPath: database, toPath: backup)
+    let seen = try await run { storage, broker in
       #expect(storage.epochRenewal == nil)
-      seen = try await Broker(storage: storage).publish("t", [card("b", 1)])
-      try storage.close()
+      return try await broker.publish("t", [card("b", 1)])
     }
     for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
     try FileManager.default.moveItem(atPath: backup, toPath: database)
-    do {
-      let storage = try SQLiteBrokerStorage(directory: directory)
+    try await run { storage, broker in
       #expect(storage.epochRenewal == .databaseOlderThanLastRun)
-      let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
       let next = try await broker.publish("t", [card("c", 1)])
       #expect(next.epoch != seen.epoch && next.firstOffset == seen.firstOffset)  // the offset again, in a new epoch
       let updates = try broker.subscribe("t", epoch: seen.epoch, offset: seen.lastOffset)
         .takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now) ?? []
       #expect(updates.first?.isSnapshot == true)
-      try storage.close()
     }
     // Renewed once: the next start finds the database as recent as the directory's last run.
-    #expect(try SQLiteBrokerStorage(directory: directory).epochRenewal == nil)
+    try await run { storage, _ in #expect(storage.epochRenewal == nil) }
   }
 
   /// A record of runs that does not read as one (damaged) cannot say whether the database is
   /// older: every topic gets a new epoch, and the record is written anew.
   @Test func anUnreadableRecordOfRunsRenewsEveryEpoch() async throws {
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    let first: PublishResponse
-    do {
-      let storage = try SQLiteBrokerStorage(directory: directory)
-      first = try await Broker(storage: storage).publish("t", [card("a", 1)])
-      try storage.close()
-    }
+    let first = try await run { _, broker in try await broker.publish("t", [card("a", 1)]) }
     try "9223372036854775807\n".write(toFile: directory + "/broker.run", atomically: false, encoding: .utf8)
-    do {
-      let storage = try SQLiteBrokerStorage(directory: directory)
-      #expect(storage.epochRenewal == .runRecordUnreadable)
-      #expect(try await Broker(storage: storage).publish("t", [card("b", 1)]).epoch != first.epoch)
-      try storage.close()
+    try await run { storage, broker in
+      let next = try await broker.publish("t", [card("b", 1)])
+      #expect(storage.epochRenewal == .runRecordUnreadable && next.epoch != first.epoch)
     }
     #expect(try String(contentsOfFile: directory + "/broker.run", encoding: .utf8) == "2\n")
-    #expect(try SQLiteBrokerStorage(directory: directory).epochRenewal == nil)
+    try await run { storage, _ in #expect(storage.epochRenewal == nil) }
   }
 
   /// A data directory from before runs were numbered, or whose record of them was removed,
   /// opens without a renewal, and records the run from then on.
   @Test func aDirectoryWithoutARecordOfRunsOpensAsItIs() async throws {
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    let first: PublishResponse
-    do {
-      let storage = try SQLiteBrokerStorage(directory: directory)
-      first = try await Broker(storage: storage).publish("t", [card("a", 1)])
-      try storage.close()
-    }
+    let first = try await run { _, broker in try await broker.publish("t", [card("a", 1)]) }
     try FileManager.default.removeItem(atPath: directory + "/broker.run")
-    let storage = try SQLiteBrokerStorage(directory: directory)
-    #expect(storage.epochRenewal == nil)
-    #expect(try await Broker(storage: storage).publish("t", [card("b", 1)]).epoch == first.epoch)
+    try await run { storage, broker in
+      let next = try await broker.publish("t", [card("b", 1)])
+      #expect(storage.epochRenewal == nil && next.epoch == first.epoch)
+    }
     #expect(FileManager.default.fileExists(atPath: directory + "/broker.run"))
   }
 
