@@ -210,9 +210,10 @@ public final class Broker: Sendable {
         // the broker): a publish makes it anew, in the same epoch.
         let topic = state.topics[position.topic] ?? Self.newTopic(position.topic, in: state)
         let room = configuration.maxQueuedChangesPerSubscription - subscription.queuedChanges
-        // A topic that did not exist a moment ago holds little: its start is built here.
-        let start = prepared ?? PreparedStart(topic, from: position, catchUpsUpTo: room / 2, nowMillis: now)
-        if let delta = prepared == nil ? [] : start.delta(in: topic), (start.catchUp?.count ?? 0) <= room / 2 {
+        // A topic that did not exist at the first step was empty then, in the epoch it has
+        // now: its first publishes since are the changes that follow its start.
+        let start = prepared ?? PreparedStart(Self.newTopic(position.topic, in: state), from: position, nowMillis: now)
+        if let delta = start.delta(in: topic), (start.catchUp?.count ?? 0) <= room / 2 {
           subscription.attach(topic, through: start.topOffset, catchUp: start.catchUp, snapshot: start.snapshot, then: delta)
         } else {
           subscription.attachAwaitingSnapshot(topic)

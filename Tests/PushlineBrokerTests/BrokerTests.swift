@@ -174,6 +174,21 @@ struct BrokerTests {
     #expect(try metrics.expectCounter("pushline_queue_overflows_total").totalValue == 0)
   }
 
+  /// A topic first published to between the subscribe's two steps was empty at the first, in
+  /// the epoch it has now: a client that read it before resumes without a snapshot and gets
+  /// the first publish's changes, complete at the top.
+  @Test func aTopicMadeBetweenTheStepsFollowsItsEmptyStart() async throws {
+    let broker = try await makeBroker()
+    let epoch = try broker.cards(in: "new", for: reader).epoch
+    let prepared = try broker.prepareSubscription(
+      SubscribeRequest(topics: [TopicPosition(topic: "new", epoch: epoch, offset: 0)]), for: reader)
+    #expect(prepared.starts.count == 1 && prepared.starts[0] == nil)
+    try await broker.publish("new", [card("a", 1), card("b", 1)])
+    let updates = try ready(try broker.open(prepared, maxMessageSize: 1 << 20))
+    #expect(!updates.contains(where: \.isSnapshot) && updates.allSatisfy { $0.epoch == epoch })
+    #expect(updates.flatMap(\.changes).map(\.cardID) == ["a", "b"] && updates.last?.isComplete == true && updates.last?.throughOffset == 2)
+  }
+
   /// A start prepared outside the lock whose offset a prune passed meanwhile (a removal it
   /// would need is gone) is no good: the topic gets a snapshot, built anew outside the lock.
   @Test func aStartPassedByAPruneMeanwhileGetsASnapshot() async throws {
