@@ -83,26 +83,39 @@ final class DataDirectory: Sendable {
     case none
     /// The last run's number.
     case run(Int64)
-    /// A record that does not read as a run's number: damaged.
+    /// A record that does not read as a run's number (damaged), or one too large to count on
+    /// from.
     case unreadable
   }
 
+  /// The largest run number counted on from; past it, numbering starts again (after a renewal).
+  static let maxRun = Int64.max / 2
+
   /// What the directory records of its last broker run.
   ///
-  /// - Throws: ``DataDirectoryError`` when the record is there but cannot be read.
+  /// - Throws: ``DataDirectoryError`` when the record is there but cannot be read, or is not
+  ///   a regular file (a link, a pipe, a directory).
   func lastRun() throws(DataDirectoryError) -> RecordedRun {
-    let file = openat(directory, Self.runFile, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    let name = "\(path)/\(Self.runFile)"
+    // Not through a link, and without waiting for a writer should it be a pipe.
+    let file = openat(directory, Self.runFile, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
     guard file >= 0 else {
-      guard errno == ENOENT else { throw DataDirectoryError(action: "open", path: "\(path)/\(Self.runFile)", errno: errno) }
-      return .none
+      switch errno {
+      case ENOENT: return .none
+      case ELOOP: throw DataDirectoryError(action: "read", path: name, errno: EINVAL)  // a link: not followed
+      case let failure: throw DataDirectoryError(action: "open", path: name, errno: failure)
+      }
     }
     defer { close(file) }
+    var status = stat()
+    guard fstat(file, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+      throw DataDirectoryError(action: "read", path: name, errno: EINVAL)
+    }
     var bytes = [UInt8](repeating: 0, count: 32)
     let count = bytes.withUnsafeMutableBytes { read(file, $0.baseAddress, $0.count) }
-    guard count >= 0 else { throw DataDirectoryError(action: "read", path: "\(path)/\(Self.runFile)", errno: errno) }
-    // A run's number, with room for the next.
+    guard count >= 0 else { throw DataDirectoryError(action: "read", path: name, errno: errno) }
     let text = String(decoding: bytes[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    guard let run = Int64(text), run >= 0, run < .max else { return .unreadable }
+    guard let run = Int64(text), (0...Self.maxRun).contains(run) else { return .unreadable }
     return .run(run)
   }
 

@@ -134,14 +134,17 @@ public final class SQLiteBrokerStorage: BrokerStorage {
       renewal = .renewalCutShort
     } else if mark == 1, !logKept {
       renewal = .writeAheadLogLost
-    } else if recorded == .unreadable {
+    } else if recorded == .unreadable || run > DataDirectory.maxRun {
       renewal = .runRecordUnreadable
+    } else if recorded == .none, run > 0 {
+      renewal = .runRecordMissing
     } else if run < lastRun {
       renewal = .databaseOlderThanLastRun
     } else {
       renewal = nil
     }
-    let thisRun = max(run, lastRun) &+ 1  // (wrapping only for a database tampered with, whose number is then unreadable)
+    // Numbering starts again once exhausted (a record tampered with): after a renewal.
+    let thisRun = max(run, lastRun) < DataDirectory.maxRun ? max(run, lastRun) + 1 : 1
     if renewal != nil {
       try database.write { db in
         try db.execute(sql: "INSERT OR REPLACE INTO brokerRun (id, unclosed, run) VALUES (1, 2, ?)", arguments: [run])
@@ -154,16 +157,22 @@ public final class SQLiteBrokerStorage: BrokerStorage {
       try db.execute(
         sql: "INSERT OR REPLACE INTO brokerRun (id, unclosed, run) VALUES (1, ?, ?)", arguments: [renewal == nil ? 1 : 2, thisRun])
     }
-    // After the database holds the run: a crash in between leaves the directory's record
-    // behind the database's, which is no renewal.
-    try held.recordRun(thisRun)
-    if renewal != nil { try database.write { try $0.execute(sql: "UPDATE brokerRun SET unclosed = 1") } }
+    do {
+      // After the database holds the run: a crash in between leaves the directory's record
+      // behind the database's, which is no renewal.
+      try held.recordRun(thisRun)
+      if renewal != nil { try database.write { try $0.execute(sql: "UPDATE brokerRun SET unclosed = 1") } }
+      // Into the database file, not only the log: a log lost later is then noticed. Passive:
+      // a reader holding an old snapshot (a backup tool, an sqlite3 shell) must not keep the
+      // broker from starting; the commits then try again until the mark is in (see `commit`).
+      markInFile = Mutex(try database.writeWithoutTransaction { try Self.checkpointsWholeLog($0) })
+    } catch {
+      // A start that fails here lost nothing: marked closed again (a renewal still pending
+      // stays so), the next start does not take it for a crash.
+      if renewal == nil { try? database.write { try $0.execute(sql: "UPDATE brokerRun SET unclosed = 0") } }
+      throw error
+    }
     epochRenewal = renewal
-    // Into the database file, not only the log: a log lost later is then noticed. Passive:
-    // a reader holding an old snapshot (a backup tool, an sqlite3 shell) must not keep the
-    // broker from starting; the commits then try again until the mark is in (see `commit`).
-    let inFile = try database.writeWithoutTransaction { try Self.checkpointsWholeLog($0) }
-    markInFile = Mutex(inFile)
   }
 
   /// Copies what it can of the log into the database file, waiting for no reader; whether that

@@ -163,9 +163,12 @@ struct ServeCommand: AsyncParsableCommand {
         if let renewal = opened.epochRenewal {
           let cause =
             switch renewal {
-            case .writeAheadLogLost: "the previous broker crashed and the write-ahead log broker.sqlite-wal is gone"
+            case .writeAheadLogLost:
+              "the previous broker did not close the database (it crashed or was killed), and its write-ahead log broker.sqlite-wal is gone (deleted, restored without it, or folded in by another SQLite client)"
             case .databaseOlderThanLastRun:
               "broker.sqlite is older than the last broker run on this directory (broker.run): restored from a backup, or its log lost"
+            case .runRecordMissing:
+              "broker.run, the record of the last broker run on this directory, is missing although the database counts runs (removed, or the database copied here alone)"
             case .runRecordUnreadable: "broker.run, the record of the last broker run on this directory, is damaged"
             case .renewalCutShort: "the previous start, which was renewing the epochs, was stopped before it finished"
             }

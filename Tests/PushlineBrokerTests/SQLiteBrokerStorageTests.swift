@@ -145,17 +145,42 @@ struct SQLiteBrokerStorageTests {
     try await run { storage, _ in #expect(storage.epochRenewal == nil) }
   }
 
-  /// A data directory from before runs were numbered, or whose record of them was removed,
-  /// opens without a renewal, and records the run from then on.
-  @Test func aDirectoryWithoutARecordOfRunsOpensAsItIs() async throws {
+  /// A database that counts runs, found without the directory's record of them (removed, or
+  /// the database copied alone into another directory), cannot tell whether it is older: every
+  /// topic gets a new epoch. One from before runs were counted opens as it is, and the record
+  /// starts.
+  @Test func aMissingRecordOfRunsRenewsUnlessTheDatabaseCountsNone() async throws {
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let first = try await run { _, broker in try await broker.publish("t", [card("a", 1)]) }
     try FileManager.default.removeItem(atPath: directory + "/broker.run")
+    let renewed = try await run { storage, broker in
+      let next = try await broker.publish("t", [card("b", 1)])
+      #expect(storage.epochRenewal == .runRecordMissing && next.epoch != first.epoch)
+      return next
+    }
+    // A database from before runs were counted (as migrated, run 0), without a record.
+    try await Self.databaseQueue(directory + "/broker.sqlite").write { try $0.execute(sql: "UPDATE brokerRun SET run = 0") }
+    try FileManager.default.removeItem(atPath: directory + "/broker.run")
+    try await run { storage, broker in
+      let next = try await broker.publish("t", [card("c", 1)])
+      #expect(storage.epochRenewal == nil && next.epoch == renewed.epoch)
+    }
+    #expect(FileManager.default.fileExists(atPath: directory + "/broker.run"))
+  }
+
+  /// A start that fails once it has marked the database open (here, its record of runs cannot
+  /// be written) lost nothing: the next start does not take it for a crash.
+  @Test func aStartThatFailsLateIsNotTakenForACrash() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let first = try await run { _, broker in try await broker.publish("t", [card("a", 1)]) }
+    let blocker = directory + "/broker.run.new"
+    try FileManager.default.createDirectory(atPath: blocker, withIntermediateDirectories: false)
+    #expect(throws: DataDirectoryError.self) { try SQLiteBrokerStorage(directory: directory) }
+    try FileManager.default.removeItem(atPath: blocker)
     try await run { storage, broker in
       let next = try await broker.publish("t", [card("b", 1)])
       #expect(storage.epochRenewal == nil && next.epoch == first.epoch)
     }
-    #expect(FileManager.default.fileExists(atPath: directory + "/broker.run"))
   }
 
   /// A start killed while it renewed the epochs (a long transaction, which leaves a log of its
@@ -230,7 +255,9 @@ struct SQLiteBrokerStorageTests {
       crashed = try await Broker(storage: storage).publish("t", [card("b", 1)])
       #expect(crashed.epoch == first.epoch && crashed.firstOffset == 2)
       try FileManager.default.createDirectory(atPath: image, withIntermediateDirectories: false)
+      // The directory as the crash left it: its database, log and record of runs.
       for suffix in ["", "-wal"] { try FileManager.default.copyItem(atPath: database + suffix, toPath: image + "/broker.sqlite" + suffix) }
+      try FileManager.default.copyItem(atPath: directory + "/broker.run", toPath: image + "/broker.run")
     }
     let storage = try SQLiteBrokerStorage(directory: image)
     #expect(storage.epochRenewal == nil)
