@@ -36,7 +36,13 @@ struct BrokerBenchmark: AsyncParsableCommand {
   @OptionGroup var churn: ChurnOptions
   @Option(help: "Scenarios to run: fanout, broadcast, idle, latency, churn (comma-separated; churn runs only when named).")
   var scenarios = "fanout,broadcast,idle,latency"
-  @Option(help: "Brokers: memory, sqlite, nats (comma-separated).") var brokers = "memory,sqlite,nats"
+  @Option(
+    help: """
+      Brokers: memory, sqlite, nats, nio (comma-separated). nio is DESIGN.md's reference: a bare \
+      SwiftNIO fan-out server speaking nats-server's protocol (no auth, storage or acks), \
+      driven as nats-server is, to show what SwiftNIO allows on this machine.
+      """)
+  var brokers = "memory,sqlite,nats"
   @Option(help: "Repetitions; with more than one, a table of medians follows.") var runs = 1
   @Option(help: "Seconds after which a scenario fails (the load generator is killed).") var timeout = 600
   @Option(help: "The nats-server executable.") var natsServer = "nats-server"
@@ -62,7 +68,12 @@ struct BrokerBenchmark: AsyncParsableCommand {
       """)
   var maxSubscribesPerSecond = 0
 
-  static let brokerNames: [String: String] = ["memory": "Pushline memory", "sqlite": "Pushline SQLite", "nats": "nats-server"]
+  static let brokerNames: [String: String] = [
+    "memory": "Pushline memory", "sqlite": "Pushline SQLite", "nats": "nats-server", "nio": "bare SwiftNIO",
+  ]
+
+  /// Whether `broker` is one of Pushline's (the others speak nats-server's protocol).
+  static func isPushline(_ broker: String) -> Bool { broker == "memory" || broker == "sqlite" }
 
   func validate() throws {
     guard changesPerPublish >= 1, changesPerPublish <= min(cardsPerTopic, broadcastCardCount) else {
@@ -98,7 +109,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
       var results: [Cell: Double] = [:]
       for scenario in scenarioList {
         // Churn reads the broker's own gauges to know when a round has settled: Pushline only.
-        for broker in brokerList where scenario != .churn || broker != "nats" {
+        for broker in brokerList where scenario != .churn || Self.isPushline(broker) {
           FileHandle.standardError.write(Data("[run \(run)] \(scenario.rawValue) on \(Self.brokerNames[broker]!)…\n".utf8))
           do {
             let values = try measure(scenario, on: broker, environment: environment)
@@ -175,6 +186,9 @@ struct BrokerBenchmark: AsyncParsableCommand {
         : "Pushline broker: no admission limit on new subscriptions (as nats-server); `pushline serve` defaults to 5,000 a second")
     print("Pushline broker: no limit on the subscriptions of one token subject (every subscriber shares one token; nats-server has no such limit); `pushline serve` defaults to 100")
     print("\(natsServerVersion()), core protocol, default settings")
+    if brokerList.contains("nio") {
+      print("bare SwiftNIO: DESIGN.md's reference fan-out server, nats-server's protocol, driven as nats-server; no auth, storage, offsets or acks")
+    }
   }
 
   private func natsServerVersion() -> String {
@@ -191,7 +205,7 @@ struct BrokerBenchmark: AsyncParsableCommand {
   /// Runs one scenario against a fresh `broker`; returns the load generator's figures.
   private func measure(_ scenario: BrokerLoad.Scenario, on broker: String, environment: [String: String]) throws -> [String: Double] {
     var serverArguments = ["broker-server", "--implementation", broker, "--nats-server", natsServer]
-    let countsAllocations = countAllocations && broker != "nats"
+    let countsAllocations = countAllocations && Self.isPushline(broker)
     if countsAllocations { serverArguments.append("--count-allocations") }
     if scenario == .churn { serverArguments.append("--metrics") }
     serverArguments += ["--max-subscribes-per-second", "\(maxSubscribesPerSecond)"]
@@ -212,13 +226,13 @@ struct BrokerBenchmark: AsyncParsableCommand {
     let metricsPort = ready.count >= 6 ? String(ready[5]) : "0"
 
     var arguments = [
-      "broker-load", "--target", broker == "nats" ? "nats" : "pushline", "--port", "\(port)", "--broker-pid", "\(pid)",
+      "broker-load", "--target", Self.isPushline(broker) ? "pushline" : "nats", "--port", "\(port)", "--broker-pid", "\(pid)",
       "--scenario", scenario.rawValue, "--window", "\(window)",
       "--cards-per-topic", "\(scenario == .broadcast ? broadcastCardCount : cardsPerTopic)",
       "--changes-per-publish", "\(changesPerPublish)", "--timeout-seconds", "\(timeout)",
     ]
     if unaryPublishes { arguments.append("--unary-publishes") }
-    let perPublish = broker == "nats" ? 1 : changesPerPublish
+    let perPublish = Self.isPushline(broker) ? changesPerPublish : 1
     switch scenario {
     case .fanout: arguments += ["--subscribers", "\(subscribers)", "--publishes", "\(updates / perPublish)"]
     case .broadcast: arguments += ["--subscribers", "\(subscribers)", "--publishes", "\(broadcastPublishes)"]

@@ -10,14 +10,14 @@ import PushlineRPCNIO
 
 /// `pushline-bench broker-server`: one broker in a child process — Pushline's (as
 /// `pushline serve` builds it: `Broker`, `TokenAuthority`, `BrokerService` on an `RPCServer`
-/// with default settings and the broker's connection limits) or nats-server (started as this
-/// process's own child, with its defaults). Prints `PORT p PID pid` (the pid whose memory and CPU to read), then serves until
+/// with default settings and the broker's connection limits), nats-server (started as this
+/// process's own child, with its defaults), or the bare SwiftNIO reference (`BareFanOutServer`). Prints `PORT p PID pid` (the pid whose memory and CPU to read), then serves until
 /// its standard input closes or its parent dies. With `--metrics`, a Pushline broker also
 /// serves `GET /metrics` as `pushline serve --metrics-port` does, and the line ends `METRICS m`.
 struct BrokerBenchmarkServer: AsyncParsableCommand {
   static let configuration = CommandConfiguration(commandName: "broker-server", shouldDisplay: false)
 
-  enum Implementation: String, ExpressibleByArgument { case memory, sqlite, nats }
+  enum Implementation: String, ExpressibleByArgument { case memory, sqlite, nats, nio }
 
   @Option var implementation: Implementation
   @Option(help: "SQLite's data directory.") var dataDir = ""
@@ -27,7 +27,7 @@ struct BrokerBenchmarkServer: AsyncParsableCommand {
   @Flag(help: "Serve the broker's Prometheus metrics on a free loopback port (Pushline only).") var metrics = false
 
   func run() async throws {
-    if countAllocations, implementation != .nats {
+    if countAllocations, implementation == .memory || implementation == .sqlite {
       guard AllocationCounter.startCountingForLife() else {
         throw ValidationError("allocations cannot be counted: \(AllocationCounter.manualCommand)")
       }
@@ -37,6 +37,9 @@ struct BrokerBenchmarkServer: AsyncParsableCommand {
     ProcessStats.raiseFileLimit()
     switch implementation {
     case .nats: try runNATS()
+    case .nio:
+      ProcessStats.exitWhenOrphaned()
+      try BareFanOutServer.run()
     case .memory, .sqlite: try await runPushline()
     }
   }
