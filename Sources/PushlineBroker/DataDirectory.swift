@@ -126,7 +126,8 @@ final class DataDirectory: Sendable {
   /// - Throws: ``DataDirectoryError`` when the record cannot be written.
   func recordRun(_ run: Int64) throws(DataDirectoryError) {
     let temporary = Self.runFile + ".new"
-    let file = openat(directory, temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
+    // Not through a link, and without waiting for a reader should it be a pipe.
+    let file = openat(directory, temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o644)
     guard file >= 0 else { throw DataDirectoryError(action: "create", path: "\(path)/\(temporary)", errno: errno) }
     let text = Array("\(run)\n".utf8)
     let written = text.withUnsafeBytes { write(file, $0.baseAddress, $0.count) }

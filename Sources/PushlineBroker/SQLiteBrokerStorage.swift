@@ -129,12 +129,15 @@ public final class SQLiteBrokerStorage: BrokerStorage {
     }
     let recorded = try held.lastRun()
     let lastRun: Int64 = if case .run(let number) = recorded { number } else { 0 }
+    // Numbering starts again once exhausted (a record tampered with), and only with a
+    // renewal: after it, a backup numbered anywhere below the old count would pass as newer.
+    let isExhausted = max(run, lastRun) >= DataDirectory.maxRun
     let renewal: EpochRenewal?
     if mark == 2 {
       renewal = .renewalCutShort
     } else if mark == 1, !logKept {
       renewal = .writeAheadLogLost
-    } else if recorded == .unreadable || run > DataDirectory.maxRun {
+    } else if recorded == .unreadable || isExhausted {
       renewal = .runRecordUnreadable
     } else if recorded == .none, run > 0 {
       renewal = .runRecordMissing
@@ -143,8 +146,12 @@ public final class SQLiteBrokerStorage: BrokerStorage {
     } else {
       renewal = nil
     }
-    // Numbering starts again once exhausted (a record tampered with): after a renewal.
-    let thisRun = max(run, lastRun) < DataDirectory.maxRun ? max(run, lastRun) + 1 : 1
+    let thisRun = isExhausted ? 1 : max(run, lastRun) + 1
+    // A database that counts no runs yet (new, or from before runs were counted) in a
+    // directory with no record: the record starts first, so that a start stopped before it
+    // records this run leaves a record behind the database's (no renewal), not none at all
+    // (which would read as a removed record, and renew every epoch for nothing).
+    if recorded == .none, run == 0 { try held.recordRun(0) }
     if renewal != nil {
       try database.write { db in
         try db.execute(sql: "INSERT OR REPLACE INTO brokerRun (id, unclosed, run) VALUES (1, 2, ?)", arguments: [run])

@@ -183,6 +183,79 @@ struct SQLiteBrokerStorageTests {
     }
   }
 
+  /// A database that counts no runs yet (from before runs were counted), whose first counted
+  /// start is stopped before the directory records it (here its record cannot be written; a
+  /// kill there is alike), is not taken for one whose record was removed: nothing is renewed.
+  @Test func aFirstCountedStartStoppedBeforeItsRecordRenewsNothing() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let first = try await run { _, broker in try await broker.publish("t", [card("a", 1)]) }
+    try await Self.databaseQueue(directory + "/broker.sqlite").write { try $0.execute(sql: "UPDATE brokerRun SET run = 0") }
+    try FileManager.default.removeItem(atPath: directory + "/broker.run")
+    let blocker = directory + "/broker.run.new"
+    try FileManager.default.createDirectory(atPath: blocker, withIntermediateDirectories: false)
+    #expect(throws: DataDirectoryError.self) { try SQLiteBrokerStorage(directory: directory) }
+    try FileManager.default.removeItem(atPath: blocker)
+    try await run { storage, broker in
+      let next = try await broker.publish("t", [card("b", 1)])
+      #expect(storage.epochRenewal == nil && next.epoch == first.epoch)
+    }
+  }
+
+  /// Run numbers start again, once exhausted (a record tampered with), only with a renewal:
+  /// after it, a backup numbered anywhere below the old count would pass for newer than the
+  /// record. Here a record one short of the last number renews (the database is older), and
+  /// leaves both at the last number; the start after it is the one that starts again.
+  @Test func numberingStartsAgainOnlyWithARenewal() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    try await run { _, broker in try await broker.publish("t", [card("a", 1)]) }
+    try "\(DataDirectory.maxRun - 1)\n".write(toFile: directory + "/broker.run", atomically: false, encoding: .utf8)
+    let renewed = try await run { storage, broker in
+      #expect(storage.epochRenewal == .databaseOlderThanLastRun)
+      return try await broker.publish("t", [card("b", 1)])
+    }
+    #expect(try String(contentsOfFile: directory + "/broker.run", encoding: .utf8) == "\(DataDirectory.maxRun)\n")
+    try await run { storage, broker in
+      let next = try await broker.publish("t", [card("c", 1)])
+      #expect(storage.epochRenewal == .runRecordUnreadable && next.epoch != renewed.epoch)
+    }
+    #expect(try String(contentsOfFile: directory + "/broker.run", encoding: .utf8) == "1\n")
+    try await run { storage, _ in #expect(storage.epochRenewal == nil) }
+  }
+
+  /// A pipe where the record of runs goes, or its next copy (an operator's mistake), is
+  /// refused at once, as a link is: the start is not left waiting for a peer that never comes.
+  @Test func aPipeAtTheRecordOfRunsIsRefusedNotWaitedOn() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    try await run { _, broker in try await broker.publish("t", [card("a", 1)]) }
+    for name in ["broker.run.new", "broker.run"] {
+      let pipe = directory + "/" + name
+      try? FileManager.default.removeItem(atPath: pipe)
+      #expect(mkfifo(pipe, 0o644) == 0)
+      #expect(throws: DataDirectoryError.self) { try Self.openStorage(in: directory, notWaitingAt: pipe) }
+      try FileManager.default.removeItem(atPath: pipe)
+    }
+  }
+
+  /// Opens storage in `directory` on a thread of its own; a start still waiting after ten
+  /// seconds is recorded as an issue and let go by opening `pipe` from this end (both ways,
+  /// which never blocks on Linux), so that a regression fails the test instead of hanging it.
+  static func openStorage(in directory: String, notWaitingAt pipe: String) throws {
+    let outcome = Mutex<Result<SQLiteBrokerStorage, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Thread {
+      let opened = Result { try SQLiteBrokerStorage(directory: directory) }
+      outcome.withLock { $0 = opened }
+      done.signal()
+    }.start()
+    if done.wait(timeout: .now() + 10) == .timedOut {
+      Issue.record("the start waited at \(pipe)")
+      let peer = Glibc.open(pipe, O_RDWR | O_NONBLOCK)
+      defer { close(peer) }
+      done.wait()
+    }
+    _ = try outcome.withLock { $0! }.get()
+  }
+
   /// A start killed while it renewed the epochs (a long transaction, which leaves a log of its
   /// own) is followed by one that renews them: the renewal was noted first, on its own.
   @Test func aRenewalCutShortIsRenewedByTheNextStart() async throws {
