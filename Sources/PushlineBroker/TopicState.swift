@@ -24,12 +24,23 @@ public struct TopicState: Sendable {
   /// only by topics of many cards, so that the changes since a recent offset are found
   /// without a scan of the whole table (``changes(after:)``), which runs under the broker's
   /// lock when a subscription's start was prepared while the topic moved.
-  private var recent: [(offset: Int64, cardID: String)] = []
+  ///
+  /// In chunks of ``recentChunkSize``: a subscribe or a GetCards builds from a copy of the
+  /// topic outside the lock, and a commit meanwhile then copies the last chunk, as it copies
+  /// one shard of the card table — not tens of thousands of changes, under the lock.
+  private var recent: [[RecentChange]] = []
+  /// How many changes `recent` holds.
+  private var recentCount = 0
   /// Every change after this offset is in `recent`.
   private var recentSince: Int64
 
+  /// One of ``recent``'s changes.
+  private typealias RecentChange = (offset: Int64, cardID: String)
+
   /// Topics with fewer cards than this keep no `recent` changes: their table is short to scan.
   static let minCardsForRecentChanges = 1024
+  /// The changes in each of ``recent``'s chunks but the last.
+  static let recentChunkSize = 256
 
   /// A topic with no changes yet.
   public init(name: String, epoch: Int64) {
@@ -62,19 +73,28 @@ public struct TopicState: Sendable {
   }
 
   /// Keeps `changes`, just applied, among the recent ones — the last quarter to half of the
-  /// table's size in changes — or, for a topic of few cards, none.
+  /// table's size in changes, give or take a chunk — or, for a topic of few cards, none.
   private mutating func noteRecent(_ changes: [CardRecord]) {
     let kept = records.count / 4
     guard kept >= Self.minCardsForRecentChanges / 4 else {
-      if !recent.isEmpty { recent = [] }
+      if !recent.isEmpty { (recent, recentCount) = ([], 0) }
       recentSince = topOffset
       return
     }
-    recent.append(contentsOf: changes.lazy.map { ($0.offset, $0.cardID) })
-    guard recent.count > 2 * kept else { return }
-    let dropped = recent.count - kept
-    recentSince = recent[dropped - 1].offset
-    recent.removeFirst(dropped)
+    for change in changes {
+      if recent.last.map({ $0.count >= Self.recentChunkSize }) ?? true {
+        recent.append([])
+        recent[recent.count - 1].reserveCapacity(Self.recentChunkSize)
+      }
+      recent[recent.count - 1].append((change.offset, change.cardID))
+    }
+    recentCount += changes.count
+    guard recentCount > 2 * kept else { return }
+    while let oldest = recent.first, recentCount - oldest.count >= kept, let last = oldest.last {
+      recentSince = last.offset
+      recentCount -= oldest.count
+      recent.removeFirst()
+    }
   }
 
   /// Whether a client at `epoch` and `offset` can be brought up to date from the card table;
@@ -89,10 +109,22 @@ public struct TopicState: Sendable {
     guard offset >= recentSince else {
       return records.values.filter { $0.offset > offset }.sorted { $0.offset < $1.offset }
     }
-    // The recent changes after `offset`, each kept if it is still its card's latest.
-    var first = recent.endIndex
-    while first > recent.startIndex, recent[first - 1].offset > offset { first -= 1 }
-    return recent[first...].compactMap { change in records[change.cardID].flatMap { $0.offset == change.offset ? $0 : nil } }
+    // The recent changes after `offset`, each kept if it is still its card's latest: the
+    // chunks that start after it whole, behind the end of the one it falls in.
+    func latest(_ change: RecentChange) -> CardRecord? {
+      records[change.cardID].flatMap { $0.offset == change.offset ? $0 : nil }
+    }
+    var firstChunk = recent.endIndex
+    while firstChunk > recent.startIndex, let head = recent[firstChunk - 1].first, head.offset > offset { firstChunk -= 1 }
+    var changes: [CardRecord] = []
+    if firstChunk > recent.startIndex {
+      let chunk = recent[firstChunk - 1]
+      var first = chunk.endIndex
+      while first > chunk.startIndex, chunk[first - 1].offset > offset { first -= 1 }
+      changes = chunk[first...].compactMap(latest)
+    }
+    for chunk in recent[firstChunk...] { changes += chunk.compactMap(latest) }
+    return changes
   }
 
   /// The live cards not expired at `nowSeconds`, in offset order: what a snapshot carries.

@@ -9,11 +9,13 @@ struct TopicStateTests {
   /// The changes after an offset — found from the recent changes a topic of many cards
   /// keeps, or by a scan of its table — are every card and tombstone changed after it, at
   /// its latest version, in offset order, whatever mix of upserts, removals and prunes came
-  /// before, as the topic grows past the size that keeps recent changes and shrinks below it.
+  /// before, as the topic grows past the size that keeps recent changes and shrinks below it;
+  /// and a copy taken on the way (as a subscribe builds from one) still answers as it did.
   @Test(arguments: 0..<8)
   func theChangesAfterAnOffsetAreTheLatestVersionsSinceInOrder(seed: UInt64) {
     var random = SplitMix64(seed: seed)
     var topic = TopicState(name: "t", epoch: 1)
+    var copy: (topic: TopicState, answers: [(after: Int64, offsets: [Int64])])?
     let cardCount = TopicState.minCardsForRecentChanges * 2
     var offset: Int64 = 0
     for step in 0..<60 {
@@ -33,7 +35,11 @@ struct TopicStateTests {
         let expected = topic.records.values.filter { $0.offset > after }.sorted { $0.offset < $1.offset }
         #expect(topic.changes(after: after).map(\.offset) == expected.map(\.offset))
       }
+      if step == 20 {
+        copy = (topic, stride(from: topic.floorOffset, through: topic.topOffset, by: 97).map { ($0, topic.changes(after: $0).map(\.offset)) })
+      }
     }
+    for (after, offsets) in copy?.answers ?? [] { #expect(copy?.topic.changes(after: after).map(\.offset) == offsets) }
   }
 }
 

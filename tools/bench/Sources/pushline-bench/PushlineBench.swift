@@ -8,7 +8,7 @@ struct PushlineBench: AsyncParsableCommand {
     abstract: "Benchmarks Pushline against its peers in the same run.",
     subcommands: [
       CodecBenchmark.self, RPCBenchmark.self, RPCBenchmarkServer.self, BrokerBenchmark.self, BrokerBenchmarkServer.self, BrokerLoad.self,
-      ClientBenchmark.self,
+      ClientBenchmark.self, TopicBenchmark.self,
     ]
   )
 }
