@@ -1,7 +1,7 @@
 /// A topic's cards and tombstones by cardID — the card table. Once it holds many, it is split
 /// into shards, so that a change made while a copy of the table is held (a subscription's
 /// start or a GetCards being built from it, outside the broker's lock) copies one shard under
-/// the lock rather than the whole table: a sixty-fourth of a topic of 100,000 cards.
+/// the lock rather than the whole table: a 256th of a topic of 100,000 cards.
 public struct CardTable: Sendable {
   /// The records, by cardID: one dictionary until the table passes ``shardingCount``.
   private var shards: [[String: CardRecord]]
@@ -11,7 +11,7 @@ public struct CardTable: Sendable {
   /// Tables past this many records are split into ``shardCount`` shards (and stay split).
   static let shardingCount = 4096
   /// How many shards a table split holds.
-  static let shardCount = 64
+  static let shardCount = 256
 
   /// A table of `records`, each card at its latest version (the highest offset).
   init(_ records: [CardRecord]) {
