@@ -68,6 +68,8 @@ public final class Broker: Sendable {
   /// The subscriptions whose overflowed topics are being resynchronized in a task.
   private let resynchronizing = Mutex(Set<ObjectIdentifier>())
   let admission: AdmissionLimiter
+  /// Positions ahead of their topic: history storage lost.
+  private let historyLoss: HistoryLossReport
 
   /// A broker over `storage`, loaded with what it holds: topics keep their epochs and
   /// offsets across restarts, and idempotency keys their window.
@@ -86,6 +88,7 @@ public final class Broker: Sendable {
     admission = AdmissionLimiter(
       ratePerSecond: Double(configuration.maxSubscribesPerSecond), burst: configuration.maxSubscribesPerSecond,
       refusal: "too many clients are subscribing; retry later", nowMillis: now)
+    historyLoss = HistoryLossReport(counter: configuration.metrics.positionsAhead, logger: configuration.logger)
   }
 
   /// A topic's snapshot: its live, unexpired cards positioned at the top offset. (A topic no
@@ -180,6 +183,9 @@ public final class Broker: Sendable {
     var room = configuration.maxQueuedChangesPerSubscription
     let starts = zip(request.topics, copies).map { position, copy in
       copy.map { copy in
+        if position.epoch == copy.epoch, let offset = position.offset, offset > copy.topOffset {
+          historyLoss.note(topic: copy.name, epoch: copy.epoch, offset: offset, topOffset: copy.topOffset, nowMillis: now)
+        }
         let start = PreparedStart(copy, from: position, catchUpsUpTo: room / 2, nowMillis: now)
         room -= start.catchUp?.count ?? 0
         return start

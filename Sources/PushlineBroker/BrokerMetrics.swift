@@ -19,6 +19,9 @@ public struct BrokerMetrics: Sendable {
   /// Topics whose queue for a subscriber passed its bound: their queued changes dropped, a
   /// snapshot to follow. Counted as it happens, so a subscriber that stopped reading shows.
   let queueOverflows: Counter
+  /// Subscribes from a position ahead of its topic's top in the topic's epoch: offsets the
+  /// broker acknowledged and no longer has (``HistoryLossReport``).
+  let positionsAhead: Counter
 
   /// The label of the commits' duration, a timer of the storage's write alone.
   public static let commitDurationLabel = "pushline_commit_duration_seconds"
@@ -47,5 +50,6 @@ public struct BrokerMetrics: Sendable {
     commitSize = Recorder(label: Self.commitSizeLabel, factory: factory)
     refusedPublishes = Counter(label: "pushline_refused_publishes_total", factory: factory)
     queueOverflows = Counter(label: "pushline_queue_overflows_total", factory: factory)
+    positionsAhead = Counter(label: "pushline_positions_ahead_total", factory: factory)
   }
 }
