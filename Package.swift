@@ -17,6 +17,8 @@ let package = Package(
     .library(name: "PushlineRPCNIO", targets: ["PushlineRPCNIO"]),
     .library(name: "PushlineBroker", targets: ["PushlineBroker"]),
     .library(name: "PushlineClient", targets: ["PushlineClient"]),
+    .library(name: "PushlineText", targets: ["PushlineText"]),
+    .library(name: "PushlineRPCTesting", targets: ["PushlineRPCTesting"]),
     .library(name: "PushlineTesting", targets: ["PushlineTesting"]),
     .library(name: "PushlineCLI", targets: ["PushlineCLI"]),
     .executable(name: "pushline", targets: ["pushline"]),
@@ -35,7 +37,12 @@ let package = Package(
     .target(name: "PushlineWire", swiftSettings: strictSettings),
     .target(name: "PushlineSchema", dependencies: ["PushlineWire"], swiftSettings: strictSettings),
     .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+    // The messages as text — protobuf's canonical JSON, read and written, and a field-per-line
+    // dump — for the CLI's codec commands and the fuzzers, with nothing else to build.
+    .target(name: "PushlineText", dependencies: ["PushlineWire", "PushlineSchema"], swiftSettings: strictSettings),
     .target(name: "PushlineRPC", dependencies: ["PushlineWire", "PushlineSchema"], swiftSettings: strictSettings),
+    // Harnesses that need the RPC layer alone (the connection fuzzer builds nothing more).
+    .target(name: "PushlineRPCTesting", dependencies: ["PushlineWire", "PushlineSchema", "PushlineRPC"], swiftSettings: strictSettings),
     .target(
       name: "PushlineRPCNIO",
       dependencies: [
@@ -81,6 +88,7 @@ let package = Package(
       dependencies: [
         "PushlineWire",
         "PushlineSchema",
+        "PushlineText",
         "PushlineRPC",
         "PushlineRPCNIO",
         "PushlineBroker",
@@ -105,12 +113,12 @@ let package = Package(
     .testTarget(name: "PushlineWireTests", dependencies: ["PushlineWire"], swiftSettings: strictSettings),
     .testTarget(
       name: "PushlineSchemaTests",
-      dependencies: ["PushlineWire", "PushlineSchema", "PushlineTesting", "PushlineCLI"],
+      dependencies: ["PushlineWire", "PushlineSchema", "PushlineTesting", "PushlineText"],
       resources: [.copy("Fixtures")],
       swiftSettings: strictSettings
     ),
     .testTarget(
-      name: "PushlineRPCTests", dependencies: ["PushlineRPC", "PushlineSchema", "PushlineTesting", "PushlineWire"],
+      name: "PushlineRPCTests", dependencies: ["PushlineRPC", "PushlineRPCTesting", "PushlineSchema", "PushlineTesting", "PushlineWire"],
       swiftSettings: strictSettings
     ),
     .testTarget(
@@ -149,13 +157,13 @@ let package = Package(
     ),
     .testTarget(
       name: "PushlineCompatTests",
-      dependencies: ["PushlineWire", "PushlineSchema", "PushlineTesting", "PushlineCLI"],
+      dependencies: ["PushlineWire", "PushlineSchema", "PushlineTesting", "PushlineText"],
       swiftSettings: strictSettings
     ),
     .testTarget(
       name: "PushlineCLITests",
       dependencies: [
-        "PushlineWire", "PushlineSchema", "PushlineRPC", "PushlineRPCNIO", "PushlineBroker", "PushlineClient", "PushlineCLI",
+        "PushlineWire", "PushlineSchema", "PushlineText", "PushlineRPC", "PushlineRPCNIO", "PushlineBroker", "PushlineClient", "PushlineCLI",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Logging", package: "swift-log"),
         .product(name: "NIOCore", package: "swift-nio"),

@@ -1,4 +1,5 @@
 import PushlineSchema
+import PushlineText
 
 /// The cards `publish` reads: JSON lines (one card object per line, blank lines allowed), or one
 /// JSON document, pretty-printed or not, that is a card object or an array of card objects —

@@ -1,5 +1,6 @@
 import ArgumentParser
 import PushlineSchema
+import PushlineText
 import PushlineWire
 
 /// `pushline dump`: decodes bytes as a named message type and prints it.

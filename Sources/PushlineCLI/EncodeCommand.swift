@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PushlineSchema
+import PushlineText
 import PushlineWire
 
 /// `pushline encode`: reads a message as protobuf JSON and writes its wire bytes — the other

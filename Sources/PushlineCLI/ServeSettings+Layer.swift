@@ -1,4 +1,5 @@
 import ArgumentParser
+import PushlineText
 
 extension ServeSettings {
   /// The settings one source gives: nil where it says nothing, so that a lower source or the

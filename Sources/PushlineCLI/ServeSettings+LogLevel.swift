@@ -1,5 +1,6 @@
 import ArgumentParser
 import Logging
+import PushlineText
 
 extension ServeSettings {
   /// How much `serve` logs, to standard error: swift-log's levels by name.

@@ -1,4 +1,5 @@
 import Foundation
+import PushlineText
 
 extension ServeSettings.Layer {
   /// The settings in `environment`: one variable per setting (see ``ServeSettings/Field``),

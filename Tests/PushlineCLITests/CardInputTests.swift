@@ -1,4 +1,5 @@
 import PushlineSchema
+import PushlineText
 import PushlineWire
 import Testing
 

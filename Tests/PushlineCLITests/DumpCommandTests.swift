@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PushlineSchema
+import PushlineText
 import PushlineWire
 import Testing
 

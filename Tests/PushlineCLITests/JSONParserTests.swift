@@ -1,6 +1,7 @@
 import Testing
 
 @testable import PushlineCLI
+import PushlineText
 
 @Suite("JSON parser")
 struct JSONParserTests {

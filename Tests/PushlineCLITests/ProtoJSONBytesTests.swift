@@ -1,4 +1,5 @@
 import PushlineSchema
+@testable import PushlineText
 import Testing
 
 @testable import PushlineCLI

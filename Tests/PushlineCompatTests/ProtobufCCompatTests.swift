@@ -1,6 +1,6 @@
 import Foundation
-import PushlineCLI
 import PushlineSchema
+import PushlineText
 import PushlineTesting
 import PushlineWire
 import Testing

@@ -1,5 +1,6 @@
 import PushlineTesting
 import Testing
+import PushlineRPCTesting
 
 /// The connection state machines under random scripts of peer frames and own-side actions
 /// (``ConnectionScript``, which the `FuzzConnection` fuzzer also runs): no trap, and no write

@@ -1,6 +1,6 @@
 import Testing
 import Foundation
-import PushlineCLI
+import PushlineText
 
 /// Reads the annotated hex fixtures: `#` starts a comment, white space is ignored.
 enum Fixture {

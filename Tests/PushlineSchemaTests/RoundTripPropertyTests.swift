@@ -1,5 +1,5 @@
-import PushlineCLI
 import PushlineSchema
+import PushlineText
 import PushlineTesting
 import PushlineWire
 import Testing

@@ -12,18 +12,18 @@ let package = Package(
       dependencies: [
         .product(name: "PushlineWire", package: "Pushline"),
         .product(name: "PushlineSchema", package: "Pushline"),
-        .product(name: "PushlineCLI", package: "Pushline"),
+        .product(name: "PushlineText", package: "Pushline"),
       ]
     ),
     .executableTarget(
       name: "FuzzConnection",
-      dependencies: [.product(name: "PushlineTesting", package: "Pushline")]
+      dependencies: [.product(name: "PushlineRPCTesting", package: "Pushline")]
     ),
     .executableTarget(
       name: "FuzzJSON",
       dependencies: [
         .product(name: "PushlineSchema", package: "Pushline"),
-        .product(name: "PushlineCLI", package: "Pushline"),
+        .product(name: "PushlineText", package: "Pushline"),
       ]
     ),
   ],

@@ -1,5 +1,5 @@
-import PushlineCLI
 import PushlineSchema
+import PushlineText
 import PushlineWire
 
 /// libFuzzer entry point: the first byte picks a message type, the rest is decoded as it.

@@ -1,4 +1,4 @@
-import PushlineTesting
+import PushlineRPCTesting
 
 /// libFuzzer entry point for the connection state machines: `ConnectionScript` runs the input
 /// as a script for the server's machine or the client's; a trap, or a rule it reports broken,

@@ -1,5 +1,5 @@
-import PushlineCLI
 import PushlineSchema
+import PushlineText
 
 /// libFuzzer entry point: the first byte picks a message type, the rest is parsed as its
 /// protobuf JSON. Parsing must never trap; a message that maps must print JSON that maps back
