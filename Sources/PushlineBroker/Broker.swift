@@ -180,12 +180,13 @@ public final class Broker: Sendable {
     }
     // Each catch-up within half the room the earlier topics' catch-ups leave in the queue,
     // else a snapshot: a catch-up's cards changed meanwhile queue behind it, and need the rest.
+    for (position, copy) in zip(request.topics, copies) {
+      guard let copy, position.epoch == copy.epoch, let offset = position.offset, offset > copy.topOffset else { continue }
+      historyLoss.note(topic: copy.name, epoch: copy.epoch, offset: offset, topOffset: copy.topOffset, nowMillis: now)
+    }
     var room = configuration.maxQueuedChangesPerSubscription
     let starts = zip(request.topics, copies).map { position, copy in
       copy.map { copy in
-        if position.epoch == copy.epoch, let offset = position.offset, offset > copy.topOffset {
-          historyLoss.note(topic: copy.name, epoch: copy.epoch, offset: offset, topOffset: copy.topOffset, nowMillis: now)
-        }
         let start = PreparedStart(copy, from: position, catchUpsUpTo: room / 2, nowMillis: now)
         room -= start.catchUp?.count ?? 0
         return start
