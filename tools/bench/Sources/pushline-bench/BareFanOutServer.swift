@@ -75,7 +75,7 @@ final class BareConnectionHandler: ChannelInboundHandler {
   typealias OutboundOut = ByteBuffer
 
   private let subjects: BareSubjects
-  private var undecoded: ByteBuffer?
+  private var unfinished = UnfinishedBytes()
   private var subscriptions: [BareSubscriber] = []
   /// This burst's deliveries: one buffer per subscriber, in the order first reached.
   private var burst: [(subscriber: BareSubscriber, bytes: ByteBuffer)] = []
@@ -87,17 +87,9 @@ final class BareConnectionHandler: ChannelInboundHandler {
   }
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-    var bytes = unwrapInboundIn(data)
-    if var kept = undecoded {
-      undecoded = nil
-      kept.writeBuffer(&bytes)
-      bytes = kept
-    }
+    var bytes = unfinished.joined(unwrapInboundIn(data))
     while handleOperation(in: &bytes, context: context) {}
-    guard bytes.readableBytes > 0 else { return }
-    var kept = context.channel.allocator.buffer(capacity: bytes.readableBytes)
-    kept.writeBuffer(&bytes)
-    undecoded = kept
+    unfinished.keep(&bytes, allocator: context.channel.allocator)
   }
 
   func channelReadComplete(context: ChannelHandlerContext) {

@@ -67,24 +67,16 @@ final class NATSDecodingHandler: ChannelInboundHandler {
   typealias InboundIn = ByteBuffer
   typealias InboundOut = NATSMessage
 
-  private var undecoded: ByteBuffer?
+  private var unfinished = UnfinishedBytes()
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-    var bytes = unwrapInboundIn(data)
-    if var kept = undecoded {
-      undecoded = nil
-      kept.writeBuffer(&bytes)
-      bytes = kept
-    }
+    var bytes = unfinished.joined(unwrapInboundIn(data))
     do {
       while let message = try Self.next(from: &bytes) { context.fireChannelRead(wrapInboundOut(message)) }
     } catch {
       return context.fireErrorCaught(error)
     }
-    guard bytes.readableBytes > 0 else { return }
-    var kept = context.channel.allocator.buffer(capacity: bytes.readableBytes)
-    kept.writeBuffer(&bytes)
-    undecoded = kept
+    unfinished.keep(&bytes, allocator: context.channel.allocator)
   }
 
   /// Reads one operation, or returns `nil` (reading nothing) when more bytes are needed.
