@@ -137,12 +137,7 @@ struct SQLiteBrokerStorageTests {
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let first = try await run { _, broker in try await broker.publish("t", [card("a", 1)]) }
     try "9223372036854775807\n".write(toFile: directory + "/broker.run", atomically: false, encoding: .utf8)
-    try await run { storage, broker in
-      let next = try await broker.publish("t", [card("b", 1)])
-      #expect(storage.epochRenewal == .runRecordUnreadable && next.epoch != first.epoch)
-    }
-    #expect(try String(contentsOfFile: directory + "/broker.run", encoding: .utf8) == "2\n")
-    try await run { storage, _ in #expect(storage.epochRenewal == nil) }
+    try await expectOneRenewal(.runRecordUnreadable, after: first, recording: 2)
   }
 
   /// A database that counts runs, found without the directory's record of them (removed, or
@@ -203,12 +198,18 @@ struct SQLiteBrokerStorageTests {
       return try await broker.publish("t", [card("b", 1)])
     }
     #expect(try String(contentsOfFile: directory + "/broker.run", encoding: .utf8) == "\(DataDirectory.maxRun)\n")
-    try await run { storage, broker in
-      let next = try await broker.publish("t", [card("c", 1)])
-      #expect(storage.epochRenewal == .runRecordUnreadable && next.epoch != renewed.epoch)
+    try await expectOneRenewal(.runRecordUnreadable, after: renewed, recording: 1)
+  }
+
+  /// Expects the next start to renew every epoch for `renewal` (a publish lands in another
+  /// epoch than `seen`'s) and record `run` as its number, and the start after it to renew none.
+  func expectOneRenewal(_ renewal: EpochRenewal, after seen: PublishResponse, recording run: Int64) async throws {
+    try await self.run { storage, broker in
+      let next = try await broker.publish("t", [card("z", 1)])
+      #expect(storage.epochRenewal == renewal && next.epoch != seen.epoch)
     }
-    #expect(try String(contentsOfFile: directory + "/broker.run", encoding: .utf8) == "1\n")
-    try await run { storage, _ in #expect(storage.epochRenewal == nil) }
+    #expect(try String(contentsOfFile: directory + "/broker.run", encoding: .utf8) == "\(run)\n")
+    try await self.run { storage, _ in #expect(storage.epochRenewal == nil) }
   }
 
   /// A pipe where the record of runs goes, or its next copy (an operator's mistake), is
