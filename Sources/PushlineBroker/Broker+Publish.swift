@@ -63,7 +63,9 @@ extension Broker {
           if let original = record.fingerprint, original != PublishFingerprint(of: request).value {
             return .refused(Self.keyReused(key))
           }
-          var response = PublishResponse(epoch: record.epoch, firstOffset: record.firstOffset, lastOffset: record.lastOffset)
+          // In the topic's new epoch if it got one since: the offsets are valid in it.
+          let epoch = intake.newEpochs[key.topic] ?? record.epoch
+          var response = PublishResponse(epoch: epoch, firstOffset: record.firstOffset, lastOffset: record.lastOffset)
           response.replayed = true
           return .answered(response)
         }
@@ -101,9 +103,7 @@ extension Broker {
         PendingPublish(
           topic: request.topic, epoch: head.epoch, records: records, idempotencyKey: request.idempotencyKey, byteCount: byteCount,
           completion: completion))
-      guard !intake.isCommitting else { return .queued }
-      intake.isCommitting = true
-      return .commit
+      return intake.startsCommitting() ? .commit : .queued
     }
     switch next {
     case .answered(let response): completion.complete(with: .success(response))
@@ -213,7 +213,7 @@ extension Broker {
   /// Whether there is a next batch is settled before leaving: usually there is none (one
   /// publishing connection's burst was the whole batch), and a hop to the global executor just
   /// to find that out would wake another thread for every commit.
-  private func commitPending() async {
+  func commitPending() async {
     guard let (batch, publishes) = takePendingBatch() else { return }
     await commit(batch, publishes)
     guard let (next, nextPublishes) = takePendingBatch() else { return }
@@ -253,9 +253,7 @@ extension Broker {
     guard !prunes.isEmpty else { return }
     let starts = intake.withLock { intake in
       intake.pendingPrunes += prunes
-      guard !intake.isCommitting else { return false }
-      intake.isCommitting = true
-      return true
+      return intake.startsCommitting()
     }
     if starts { Task { await self.commitPending() } }
   }
@@ -279,6 +277,7 @@ extension Broker {
           intake.failedPrunes[prune.topic, default: TombstonePrune(topic: prune.topic, tombstones: [], floorOffset: 0)]
             .formUnion(prune)
         }
+        intake.failedNewEpochs.merge(batch.newEpochs) { _, new in new }
         return intake.publishes.finishCommitting()
       }
       for publish in failed { publish.fail(failure) }
@@ -292,20 +291,22 @@ extension Broker {
   private func takePendingBatch() -> (StorageBatch, [PendingPublish])? {
     let now = configuration.nowMillis()
     let window = configuration.idempotencyWindowMillis
-    let taken = intake.withLock { intake -> (publishes: [PendingPublish], prunes: [TombstonePrune], oldestKept: Int64?)? in
-      guard !intake.publishes.pending.isEmpty || !intake.pendingPrunes.isEmpty else {
+    typealias Taken = (publishes: [PendingPublish], prunes: [TombstonePrune], newEpochs: [String: Int64], oldestKept: Int64?)
+    let taken = intake.withLock { intake -> Taken? in
+      guard !intake.publishes.pending.isEmpty || !intake.pendingPrunes.isEmpty || !intake.pendingNewEpochs.isEmpty else {
         intake.isCommitting = false
         return nil
       }
-      var prunes = intake.pendingPrunes
+      var (prunes, newEpochs) = (intake.pendingPrunes, intake.pendingNewEpochs)
       if !intake.publishes.pending.isEmpty {
         prunes += intake.failedPrunes.values
-        intake.failedPrunes = [:]
+        newEpochs.merge(intake.failedNewEpochs) { pending, _ in pending }
+        (intake.failedPrunes, intake.failedNewEpochs) = ([:], [:])
       }
-      defer { intake.pendingPrunes = [] }
-      return (intake.publishes.startCommitting(), prunes, intake.publishRecords.oldestCommitMillis)
+      defer { (intake.pendingPrunes, intake.pendingNewEpochs) = ([], [:]) }
+      return (intake.publishes.startCommitting(), prunes, newEpochs, intake.publishRecords.oldestCommitMillis)
     }
-    guard let (publishes, prunes, oldestKept) = taken else { return nil }
+    guard let (publishes, prunes, newEpochs, oldestKept) = taken else { return nil }
     var batch = StorageBatch()
     batch.topics.reserveCapacity(publishes.count)
     var topicIndex: [String: Int] = [:]
@@ -329,6 +330,7 @@ extension Broker {
       }
     }
     batch.prunes = prunes
+    batch.newEpochs = newEpochs
     // Storage forgets what memory has (the window, or past the most kept, the oldest records).
     batch.forgetPublishRecordsBeforeMillis = max(now - window, oldestKept ?? .min)
     batch.maxPublishRecordsToForget = max(Self.publishRecordsForgottenPerCommit, 2 * batch.publishRecords.count)
@@ -373,6 +375,7 @@ extension Broker {
   /// The answers go to the publishers and to the retries that joined them during the commit.
   private func applyCommitted(_ batch: StorageBatch, _ publishes: [PendingPublish]) {
     let now = configuration.nowMillis()
+    var resynchronized: [Subscription.Drainer] = []
     let (prunes, fanOut) = state.withLock {
       state -> ([TombstonePrune], [(topic: String, changes: EncodedChangeRun, superseded: Int, subscribers: Subscribers)]) in
       for position in publishes.indices {
@@ -382,6 +385,14 @@ extension Broker {
         }
       }
       for prune in batch.prunes { state.topics.changeValue(forKey: prune.topic) { $0.apply(prune) } }
+      // Before the fan-out is collected: the subscribers of a topic in a new epoch await its
+      // snapshot, which holds this batch's changes.
+      for (name, epoch) in batch.newEpochs where state.topics[name] != nil {
+        state.topics[name]?.epoch = epoch
+        for subscription in state.subscribers[name].map(Array.init) ?? [] {
+          if let drainer = subscription.value.startNewEpoch(of: name) { resynchronized.append(drainer) }
+        }
+      }
       let prunes = batch.topics.compactMap { changes in
         state.topics[changes.topic]?.tombstonesToPrune(
           limit: configuration.maxTombstonesPerTopic, maxAgeMillis: configuration.maxTombstoneAge.milliseconds,
@@ -422,12 +433,14 @@ extension Broker {
     configuration.metrics.publishes.increment(by: publishes.count)
     configuration.metrics.publishedChanges.increment(by: batch.topics.indices.reduce(0) { $0 + batch.topics[$1].records.count })
     if coalesced > 0 { configuration.metrics.coalescedChanges.increment(by: coalesced) }
+    if !batch.newEpochs.isEmpty { configuration.metrics.newEpochs.increment(by: batch.newEpochs.count) }
     // The publishers once every subscriber's queue holds the changes (a subscriber in the same
     // process reads its writes), and before the drains are woken: a publisher refills its
     // window as its answers arrive, so its answers should not wait behind the writes of a
     // thousand subscribers on its event loop. (A connection that also subscribes still gets
     // its update first: its transport sends a stream's queued responses ahead of the answers.)
     for position in committed.indices { committed[position].answerCommitted() }
+    for drainer in resynchronized { drainer.wake() }
     for drainer in drainers { drainer.wake() }
   }
 }

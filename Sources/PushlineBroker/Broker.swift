@@ -51,8 +51,24 @@ public final class Broker: Sendable {
     var failedPrunes: [String: TombstonePrune] = [:]
     var isCommitting = false
     var publishRecords = PublishRecords()
+    /// The topics given a new epoch in this run because a client showed their history lost
+    /// (``Broker/startNewEpoch(of:)``), with it: one each at most.
+    var newEpochs: [String: Int64] = [:]
+    /// The new epochs waiting for the next commit.
+    var pendingNewEpochs: [String: Int64] = [:]
+    /// The new epochs of commits that failed: they go with the next commit that carries a
+    /// publish, as failed prunes do.
+    var failedNewEpochs: [String: Int64] = [:]
     /// When every topic was last looked at for tombstones past the maximum age.
     var lastAgePruneMillis: Int64?
+
+    /// Whether the caller starts the committing (none runs yet): it then commits what is
+    /// pending, batch after batch, until nothing is left.
+    mutating func startsCommitting() -> Bool {
+      guard !isCommitting else { return false }
+      isCommitting = true
+      return true
+    }
   }
 
   struct PublishRecordKey: Hashable {
@@ -183,6 +199,7 @@ public final class Broker: Sendable {
     for (position, copy) in zip(request.topics, copies) {
       guard let copy, position.epoch == copy.epoch, let offset = position.offset, offset > copy.topOffset else { continue }
       historyLoss.note(topic: copy.name, epoch: copy.epoch, offset: offset, topOffset: copy.topOffset, nowMillis: now)
+      startNewEpoch(of: copy.name)
     }
     var room = configuration.maxQueuedChangesPerSubscription
     let starts = zip(request.topics, copies).map { position, copy in

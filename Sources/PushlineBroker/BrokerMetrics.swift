@@ -22,6 +22,9 @@ public struct BrokerMetrics: Sendable {
   /// Subscribes from a position ahead of its topic's top in the topic's epoch: offsets the
   /// broker acknowledged and no longer has (``HistoryLossReport``).
   let positionsAhead: Counter
+  /// Topics given a new epoch while the broker runs, because of such a position
+  /// (``Broker/startNewEpoch(of:)``).
+  let newEpochs: Counter
 
   /// The label of the commits' duration, a timer of the storage's write alone.
   public static let commitDurationLabel = "pushline_commit_duration_seconds"
@@ -51,5 +54,6 @@ public struct BrokerMetrics: Sendable {
     refusedPublishes = Counter(label: "pushline_refused_publishes_total", factory: factory)
     queueOverflows = Counter(label: "pushline_queue_overflows_total", factory: factory)
     positionsAhead = Counter(label: "pushline_positions_ahead_total", factory: factory)
+    newEpochs = Counter(label: "pushline_new_epochs_total", factory: factory)
   }
 }

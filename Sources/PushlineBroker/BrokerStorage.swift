@@ -25,12 +25,17 @@ public struct StorageBatch: Sendable {
   public var forgetPublishRecordsBeforeMillis: Int64?
   /// How many idempotency records this commit deletes at most.
   public var maxPublishRecordsToForget = 0
+  /// Topics given a new epoch by this commit, by name: a client showed that storage lost
+  /// history of theirs. Written after the batch's changes and records, so that those of the
+  /// topic, and every idempotency record of it kept before, take the new epoch too (their
+  /// offsets stay, and are valid in it).
+  public var newEpochs: [String: Int64] = [:]
 
   /// An empty batch.
   public init() {}
 
   /// Whether the batch writes nothing.
-  public var isEmpty: Bool { topics.isEmpty && prunes.isEmpty && publishRecords.isEmpty }
+  public var isEmpty: Bool { topics.isEmpty && prunes.isEmpty && publishRecords.isEmpty && newEpochs.isEmpty }
 }
 
 /// One topic's part of a commit.

@@ -6,13 +6,15 @@ import Synchronization
 /// only grow within an epoch, and a client only hears of committed ones, so each such position
 /// proves that storage lost history it had acknowledged — a data directory restored whole, say,
 /// which nothing inside it can notice. Other clients of the topic may then hold cards the broker
-/// lost, and the offsets they saw will be given again to other changes.
+/// lost, and the offsets they saw would be given again to other changes.
 ///
-/// The position itself is answered with a snapshot, which leaves that client exact. The
-/// broker does not renew the topic's epoch on a client's word; it counts every such position
-/// (`pushline_positions_ahead_total`) and logs them at `error` — one line a minute at most,
-/// with the count since the last, as a restore brings thousands at once — so that an operator
-/// can start every topic in a new epoch (README: the broker started once without `broker.run`).
+/// The position itself is answered with a snapshot, and the topic gets a new epoch
+/// (``Broker/startNewEpoch(of:)``). Every such position is counted
+/// (`pushline_positions_ahead_total`) and logged at `error` — one line a minute at most, with
+/// the count since the last, as a restore brings thousands at once — since the other topics of
+/// a restored directory lost history too, unnoticed until a client of theirs shows it: an
+/// operator can start every topic in a new epoch (README: the broker started once without
+/// `broker.run`).
 final class HistoryLossReport: Sendable {
   private struct Pending {
     var lastLoggedMillis: Int64?
@@ -23,7 +25,7 @@ final class HistoryLossReport: Sendable {
   static let logIntervalMillis: Int64 = 60_000
   /// The line's message.
   static let message: Logger.Message =
-    "a subscriber's position is ahead of its topic: storage lost offsets it had acknowledged (a data directory restored whole?), and clients of the topic may hold cards it no longer has. To start every topic in a new epoch, stop the broker, remove broker.run from its data directory, and start it"
+    "a subscriber's position is ahead of its topic: storage lost offsets it had acknowledged (a data directory restored whole?). The topic starts a new epoch, and its subscribers get snapshots; other topics may have lost history unnoticed. To start every topic in a new epoch, stop the broker, remove broker.run from its data directory, and start it"
 
   private let pending = Mutex(Pending())
   private let counter: Counter

@@ -205,11 +205,14 @@ public final class SQLiteBrokerStorage: BrokerStorage {
       let (name, old) = try StoredRowError.decoding(row, of: "topic", in: store) { row in
         (try row.decode(String.self, forColumn: "name"), try row.decode(Int64.self, forColumn: "epoch"))
       }
-      var epoch: Int64
-      repeat { epoch = Int64.random(in: 1...(1 << 53)) } while epoch == old
-      try db.execute(sql: "UPDATE topic SET epoch = ? WHERE name = ?", arguments: [epoch, name])
-      try db.execute(sql: "UPDATE publishRecord SET epoch = ? WHERE topic = ?", arguments: [epoch, name])
+      try setEpoch(TopicState.epoch(renewing: old), of: name, in: db)
     }
+  }
+
+  /// Gives topic `name` `epoch`, and its idempotency records too.
+  private static func setEpoch(_ epoch: Int64, of name: String, in db: Database) throws {
+    try db.execute(sql: "UPDATE topic SET epoch = ? WHERE name = ?", arguments: [epoch, name])
+    try db.execute(sql: "UPDATE publishRecord SET epoch = ? WHERE topic = ?", arguments: [epoch, name])
   }
 
   /// The writer connection's `PRAGMA synchronous` (2 is FULL: each commit waits for the disk).
@@ -461,6 +464,7 @@ public final class SQLiteBrokerStorage: BrokerStorage {
         record.topic, record.key, record.epoch, record.firstOffset, record.lastOffset, record.committedAtMillis, record.fingerprint,
       ])
     }
+    for (name, epoch) in batch.newEpochs { try Self.setEpoch(epoch, of: name, in: db) }
     try collectIfDue(db, journal: &journal)
   }
 

@@ -117,16 +117,36 @@ public final class Subscription: Sendable {
   private func queue(_ run: EncodedChangeRun, from start: Int, of topic: String, stacking: Bool, in state: inout State) -> Int {
     let (appended, coalesced) = state.queue.append(run, from: start, topic: topic, whileFewerThan: maxQueuedChanges, stacking: stacking)
     let overflowed = appended < run.count - start
-    if overflowed {
-      state.queue.removeAll(for: topic)
-      state.snapshotsDue += 1
-      overflows?.increment()
+    if let last = run.changes.last?.offset {
+      state.topics.changeValue(forKey: topic) { $0.queuedThrough = max($0.queuedThrough, last) }
     }
-    state.topics.changeValue(forKey: topic) { progress in
-      if let last = run.changes.last?.offset { progress.queuedThrough = max(progress.queuedThrough, last) }
-      if overflowed { progress.needsSnapshot = true }
+    if overflowed {
+      overflows?.increment()
+      Self.dropQueued(of: topic, forSnapshotIn: &state)
     }
     return coalesced
+  }
+
+  /// Drops what `topic` has queued, and makes a fresh snapshot of it due (once, however many
+  /// times it is dropped before the snapshot is queued).
+  private static func dropQueued(of topic: String, forSnapshotIn state: inout State) {
+    state.queue.removeAll(for: topic)
+    let wasDue = state.topics.changeValue(forKey: topic) { progress in
+      defer { progress.needsSnapshot = true }
+      return progress.needsSnapshot
+    }
+    if wasDue == false { state.snapshotsDue += 1 }
+  }
+
+  /// `topic` starts a new epoch, as the broker was shown that it lost history (commit lock
+  /// held): what was queued of it is dropped — the client may hold cards that history lacked —
+  /// and a snapshot in the new epoch is due. Returns the drain to wake.
+  func startNewEpoch(of topic: String) -> Drainer? {
+    state.withLock { state -> Drainer? in
+      guard state.ended == nil, state.topics[topic] != nil else { return nil }
+      Self.dropQueued(of: topic, forSnapshotIn: &state)
+      return state.drainer()
+    }
   }
 
   /// The connection stopped taking bytes, or takes them again: while it does not, newer

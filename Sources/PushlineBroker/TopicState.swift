@@ -42,6 +42,14 @@ public struct TopicState: Sendable {
   /// The changes in each of ``recent``'s chunks but the last.
   static let recentChunkSize = 256
 
+  /// A random epoch other than `old`, for a topic whose history was lost: positive and within
+  /// 53 bits, as every epoch, so that clients keeping numbers as doubles keep it exactly.
+  static func epoch(renewing old: Int64) -> Int64 {
+    var epoch: Int64
+    repeat { epoch = Int64.random(in: 1...(1 << 53)) } while epoch == old
+    return epoch
+  }
+
   /// A topic with no changes yet.
   public init(name: String, epoch: Int64) {
     self.init(name: name, epoch: epoch, topOffset: 0, floorOffset: 0, records: [])

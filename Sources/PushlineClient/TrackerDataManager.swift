@@ -64,7 +64,7 @@ public final class TrackerDataManager: Sendable {
   }
 
   /// A card's version across the broker's epochs: a broker that lost its history starts a
-  /// new epoch, and numbers its offsets from 1 again.
+  /// new epoch, whose offsets may repeat the old one's for other changes.
   private struct Version: Hashable {
     var epoch: Int64
     var offset: Int64

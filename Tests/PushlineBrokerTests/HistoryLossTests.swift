@@ -5,6 +5,7 @@ import MetricsTestKit
 import PushlineRPC
 import PushlineSchema
 import PushlineTesting
+import Synchronization
 import Testing
 
 /// Positions ahead of their topic's top in its own epoch: proof that storage lost history.
@@ -27,29 +28,105 @@ struct HistoryLossTests {
   /// the top, or in another epoch, is no sign of loss.
   @Test func positionsAheadOfTheirTopicAreCountedAndLoggedAMinuteApart() async throws {
     let broker = try await Broker(storage: InMemoryBrokerStorage(), configuration: configuration)
-    let top = try await broker.publish("t", [card("a", 1), card("b", 1)])
-    func firstUpdate(epoch: Int64, offset: Int64) throws -> EncodedTopicUpdate? {
-      try broker.subscribe("t", epoch: epoch, offset: offset).takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now)?.first
+    var tops: [String: PublishResponse] = [:]
+    for topic in ["t", "u", "v"] { tops[topic] = try await broker.publish(topic, [card("a", 1), card("b", 1)]) }
+    func firstUpdate(_ topic: String, otherEpoch: Bool = false, ahead: Int64) throws -> EncodedTopicUpdate? {
+      let top = try #require(tops[topic])
+      return try broker.subscribe(topic, epoch: top.epoch + (otherEpoch ? 1 : 0), offset: top.lastOffset + ahead)
+        .takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now)?.first
     }
-    #expect(try firstUpdate(epoch: top.epoch, offset: top.lastOffset)?.isSnapshot == false)
-    #expect(try firstUpdate(epoch: top.epoch + 1, offset: top.lastOffset + 5)?.isSnapshot == true)
+    #expect(try firstUpdate("t", ahead: 0)?.isSnapshot == false)
+    #expect(try firstUpdate("t", otherEpoch: true, ahead: 5)?.isSnapshot == true)
     #expect(try metrics.expectCounter("pushline_positions_ahead_total").totalValue == 0)
 
-    #expect(try firstUpdate(epoch: top.epoch, offset: top.lastOffset + 5)?.isSnapshot == true)
-    #expect(try firstUpdate(epoch: top.epoch, offset: top.lastOffset + 9)?.isSnapshot == true)
+    #expect(try firstUpdate("t", ahead: 5)?.isSnapshot == true)
+    #expect(try firstUpdate("u", ahead: 9)?.isSnapshot == true)
     #expect(try metrics.expectCounter("pushline_positions_ahead_total").totalValue == 2)
     #expect(errors.count == 1 && errors.first?.metadata["offset"] == "7" && errors.first?.metadata["topOffset"] == "2")
 
     clock.advance(by: .seconds(60))
-    #expect(try firstUpdate(epoch: top.epoch, offset: top.lastOffset + 1)?.isSnapshot == true)
+    #expect(try firstUpdate("v", ahead: 1)?.isSnapshot == true)
     #expect(try metrics.expectCounter("pushline_positions_ahead_total").totalValue == 3)
     #expect(errors.count == 2 && errors.last?.metadata["positionsAhead"] == "2")
   }
 
+  /// A position ahead gives its topic a new epoch, committed with the next batch: offsets go on
+  /// from the top in it, every subscriber of the topic — one reading, one whose queue overflowed
+  /// — gets a snapshot in it and then the changes that follow, a position in the old epoch at
+  /// or below the top gets a snapshot instead of a catch-up, and a replayed publish is answered
+  /// in it. Once per run: a position ahead in the new epoch changes nothing more.
+  @Test func aPositionAheadGivesItsTopicANewEpochOnce() async throws {
+    var configuration = configuration
+    configuration.maxQueuedChangesPerSubscription = 4
+    let broker = try await Broker(storage: InMemoryBrokerStorage(), configuration: configuration)
+    let keyed = try await broker.publish("t", [card("a", 1)], key: "k")
+    let old = try await broker.publish("t", [card("b", 1)])
+    let (reading, stalled) = (try broker.subscribe("t"), try broker.subscribe("t"))
+    var replicas = [TopicReplica(), TopicReplica()]
+    func read() throws -> [[EncodedTopicUpdate]] {
+      try zip([reading, stalled], replicas.indices).map { subscription, index in
+        let updates = try broker.readyUpdates(for: subscription).map(readOffTheWire)
+        for update in updates { replicas[index].apply(update) }
+        return updates
+      }
+    }
+    _ = try read()
+    for cards in [["c", "d", "e"], ["f", "g", "h"]] {
+      try await broker.publish("t", cards.map { card($0, 1) })
+      _ = try broker.readyUpdates(for: reading).map(readOffTheWire).map { replicas[0].apply($0) }
+    }
+    #expect(try metrics.expectCounter("pushline_queue_overflows_total").totalValue == 1)
+
+    _ = try broker.subscribe("t", epoch: old.epoch, offset: old.lastOffset + 9)
+    let next = try await broker.publish("t", [card("i", 1)])
+    #expect(next.epoch != old.epoch && next.firstOffset == old.lastOffset + 7)
+    #expect(try metrics.expectCounter("pushline_new_epochs_total").totalValue == 1)
+    for updates in try read() { #expect(updates.first?.isSnapshot == true && updates.first?.epoch == next.epoch) }
+    for replica in replicas {
+      #expect(replica.violations.isEmpty && replica.epoch == next.epoch && replica.position == next.lastOffset)
+      #expect(replica.cards.keys.sorted() == ["a", "b", "c", "d", "e", "f", "g", "h", "i"])
+    }
+    let after = try await broker.publish("t", [card("j", 1)])
+    for updates in try read() { #expect(updates.first?.isSnapshot == false && updates.first?.changes.map(\.cardID) == ["j"]) }
+    #expect(replicas.allSatisfy { $0.violations.isEmpty && $0.position == after.lastOffset })
+
+    let behind = try broker.subscribe("t", epoch: old.epoch, offset: old.lastOffset).takeReadyFromTheWire(maxChanges: 20, nowMillis: clock.now)
+    #expect(behind?.first?.isSnapshot == true && behind?.first?.epoch == next.epoch)
+    let replay = try await broker.publish("t", [card("a", 1)], key: "k")
+    #expect(replay.replayed == true && replay.epoch == next.epoch && replay.firstOffset == keyed.firstOffset)
+
+    _ = try broker.subscribe("t", epoch: next.epoch, offset: after.lastOffset + 3)
+    #expect(try await broker.publish("t", [card("k", 1)]).epoch == next.epoch)
+    #expect(try metrics.expectCounter("pushline_positions_ahead_total").totalValue == 2)
+    #expect(try metrics.expectCounter("pushline_new_epochs_total").totalValue == 1)
+  }
+
+  /// A new epoch whose commit fails changes nothing the clients see until a later commit,
+  /// carrying a publish, stores it: positions in the old epoch still resume meanwhile.
+  @Test func aNewEpochWhoseCommitFailedGoesWithTheNextPublish() async throws {
+    let storage = CountingStorage()
+    let broker = try await Broker(storage: storage, configuration: configuration)
+    let old = try await broker.publish("t", [card("a", 1), card("b", 1)])
+    storage.failing.withLock { $0 = true }
+    _ = try broker.subscribe("t", epoch: old.epoch, offset: old.lastOffset + 1)
+    await storage.waitUntilFailed(1)
+    storage.failing.withLock { $0 = false }
+    let resumed = try broker.subscribe("t", epoch: old.epoch, offset: old.firstOffset).takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now)
+    #expect(resumed?.first?.isSnapshot == false && resumed?.first?.epoch == old.epoch)
+    #expect(try metrics.expectCounter("pushline_new_epochs_total").totalValue == 0)
+
+    let next = try await broker.publish("t", [card("c", 1)])
+    #expect(next.epoch != old.epoch && next.firstOffset == old.lastOffset + 1)
+    #expect(try metrics.expectCounter("pushline_new_epochs_total").totalValue == 1)
+    let fresh = try broker.subscribe("t").takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now)
+    #expect(fresh?.first?.epoch == next.epoch && fresh?.first?.changes.count == 3)
+  }
+
   /// A data directory put back whole (database and record of runs, as a cold backup or a
   /// volume snapshot restores it) is not noticed at start; the first subscriber that saw
-  /// offsets it lost is, and the remedy the line names — a start without `broker.run` —
-  /// gives every topic a new epoch.
+  /// offsets it lost is, and gives its topic a new epoch, stored with the next commit — so
+  /// the offsets given again are told apart. The remedy the line names for the other topics —
+  /// a start without `broker.run` — gives every topic a new epoch.
   @Test func aDirectoryRestoredWholeIsSeenByAClientThatSawMore() async throws {
     let base = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-\(UInt64.random(in: 0...UInt64.max))").path
     let (directory, backup) = (base + "/data", base + "/backup")
@@ -67,14 +144,23 @@ struct HistoryLossTests {
     try FileManager.default.removeItem(atPath: directory)
     try FileManager.default.moveItem(atPath: backup, toPath: directory)
 
-    try await run { storage, broker in
+    let renewed = try await run { storage, broker in
       #expect(storage.epochRenewal == nil)
       let updates = try broker.subscribe("t", epoch: seen.epoch, offset: seen.lastOffset)
         .takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now) ?? []
       #expect(updates.first?.isSnapshot == true)
+      return try await broker.publish("t", [card("b", 2)], key: "k")
     }
+    #expect(renewed.epoch != seen.epoch && renewed.firstOffset == seen.lastOffset)
     #expect(try metrics.expectCounter("pushline_positions_ahead_total").totalValue == 1)
     #expect(errors.count == 1 && errors.first?.metadata["topic"] == "t")
+    // Stored: the topic and its idempotency records come back in the new epoch.
+    try await run { _, broker in
+      let replay = try await broker.publish("t", [card("b", 2)], key: "k")
+      #expect(replay.replayed == true && replay.epoch == renewed.epoch)
+      let behind = try broker.subscribe("t", epoch: seen.epoch, offset: seen.firstOffset).takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now)
+      #expect(behind?.first?.isSnapshot == true && behind?.first?.epoch == renewed.epoch)
+    }
 
     try FileManager.default.removeItem(atPath: directory + "/broker.run")
     try await run { storage, broker in
