@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+public import Logging
 import PushlineRPC
 import PushlineSchema
 import PushlineWire
@@ -40,7 +41,11 @@ import Synchronization
 /// again in the same epochs would break every client that saw them, so every topic then gets
 /// a new epoch (``epochRenewal``) and positions in the old ones are answered with snapshots.
 /// So does a database older than the directory's last run — each open numbers its run, in the
-/// database and in the directory's `broker.run` — which a backup restored over it is.
+/// database and in the directory's `broker.run` — which a backup restored over it is. The
+/// number also moves on while the broker commits, every ``renumberingInterval`` at most, and at
+/// ``close()`` after commits: a copy of the database and its log taken while the broker ran (a
+/// volume snapshot of the two files) and restored alone is then older too, unless no commit
+/// followed it by more than that interval before the broker crashed.
 public final class SQLiteBrokerStorage: BrokerStorage {
   private let database: DatabasePool
   /// Why opening gave every topic a new epoch, if it did: publishes acknowledged before may be
@@ -50,6 +55,30 @@ public final class SQLiteBrokerStorage: BrokerStorage {
   private let held: DataDirectory
   /// Whose rows a ``StoredRowError`` names.
   private static let store = "the broker's"
+  /// The least time between two numberings of the run while the broker commits.
+  public let renumberingInterval: Duration
+  /// The run's number, as the database and then the directory's record hold it.
+  private let numbering: Mutex<RunNumbering>
+  /// Where a record of the run that could not be written is reported (the database holds the
+  /// number: only a copy's age is then told less finely).
+  private let logger: Logger
+
+  /// The run's number and how it moves on.
+  private struct RunNumbering {
+    var number: Int64
+    var numberedAt: ContinuousClock.Instant
+    /// A commit went in since the run was last numbered: a copy taken before it lacks it.
+    var committedSince = false
+
+    /// The next number, if it is time for one: due after `interval` (or at the close, `nil`)
+    /// when a commit went in since, and short of the last number (past it, the next start
+    /// renews every epoch: see ``DataDirectory/maxRun``).
+    func next(after interval: Duration?, now: ContinuousClock.Instant) -> Int64? {
+      guard committedSince, number + 1 < DataDirectory.maxRun else { return nil }
+      guard let interval else { return number + 1 }
+      return now - numberedAt >= interval ? number + 1 : nil
+    }
+  }
 
   /// A card of a topic, as the live versions are looked up.
   struct CardKey: Hashable {
@@ -98,13 +127,23 @@ public final class SQLiteBrokerStorage: BrokerStorage {
   /// Opens (creating if needed) `broker.sqlite` in `directory`, and holds the directory
   /// until the storage goes.
   ///
-  /// - Parameter lockTimeout: how long to wait for a broker that holds the directory to let
-  ///   go of it (one restarted while its previous process exits), as SQLite waits for its locks.
+  /// - Parameters:
+  ///   - lockTimeout: how long to wait for a broker that holds the directory to let go of it
+  ///     (one restarted while its previous process exits), as SQLite waits for its locks.
+  ///   - renumberingInterval: the least time between two numberings of the run while the
+  ///     broker commits: each writes `broker.run` (synced) with a commit.
+  ///   - logger: where a record of the run that could not be written while the broker runs is
+  ///     reported.
   /// - Throws: ``DataDirectoryInUseError`` when another broker still holds the directory;
   ///   ``DataDirectoryError`` when the directory cannot be created or locked, or its record of
   ///   runs (`broker.run`) read or written; GRDB's error when the database cannot be opened or
   ///   migrated.
-  public init(directory: String, lockTimeout: Duration = .seconds(5)) throws {
+  public init(
+    directory: String, lockTimeout: Duration = .seconds(5), renumberingInterval: Duration = .seconds(60),
+    logger: Logger = Logger(label: "pushline.storage")
+  ) throws {
+    self.renumberingInterval = renumberingInterval
+    self.logger = logger
     held = try DataDirectory(path: directory, waiting: lockTimeout)
     let path = (directory as NSString).appendingPathComponent("broker.sqlite")
     let logKept = Self.hasContent(atPath: path + "-wal")  // Before the pool opens, which makes one.
@@ -180,6 +219,7 @@ public final class SQLiteBrokerStorage: BrokerStorage {
       throw error
     }
     epochRenewal = renewal
+    numbering = Mutex(RunNumbering(number: thisRun, numberedAt: .now))
   }
 
   /// Copies what it can of the log into the database file, waiting for no reader; whether that
@@ -230,11 +270,34 @@ public final class SQLiteBrokerStorage: BrokerStorage {
   ///   next as a crashed broker's, its log replayed.
   public func close() throws {
     guard closed.withLock({ closed in defer { closed = true }; return !closed }) else { return }
-    try database.write { try $0.execute(sql: "UPDATE brokerRun SET unclosed = 0") }
+    let run = numbering.withLock { $0.next(after: nil, now: .now) }
+    try database.write { db in
+      try db.execute(sql: "UPDATE brokerRun SET unclosed = 0")
+      if let run { try Self.setRun(run, in: db) }
+    }
     // Emptied by hand: GRDB closes its writer before its readers, so SQLite's own checkpoint
     // at the last close never runs (that reader may not write), and the log would stay.
     try database.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
     try database.close()
+    if let run { record(run, at: .now) }
+  }
+
+  /// Numbers the run `run` in the database (within the caller's transaction).
+  private static func setRun(_ run: Int64, in db: Database) throws {
+    try db.execute(sql: "UPDATE brokerRun SET run = ?", arguments: [run])
+  }
+
+  /// Records `run`, which the database holds already, in the directory (after it: a record
+  /// ahead of the database would make it look older at the next start).
+  private func record(_ run: Int64, at now: ContinuousClock.Instant) {
+    numbering.withLock { $0 = RunNumbering(number: run, numberedAt: now) }
+    do {
+      try held.recordRun(run)
+    } catch {
+      // The database holds the number, and the next start goes on after it: only a copy of the
+      // database taken since is not told older. Tried again with the next numbering.
+      logger.warning("the run's number could not be recorded in the data directory", metadata: ["error": "\(error)"])
+    }
   }
 
   deinit {
@@ -390,15 +453,20 @@ public final class SQLiteBrokerStorage: BrokerStorage {
       }
       if self.versions.withLock({ $0.live == nil }) { _ = try self.readVersions(db) }
       var journal = VersionJournal(recentBefore: self.versions.withLock { $0.recent.count })
+      let now = ContinuousClock.now
+      let run = self.numbering.withLock { $0.next(after: self.renumberingInterval, now: now) }
       do {
         try db.inTransaction {
           try self.write(batch, into: db, journal: &journal)
+          if let run { try Self.setRun(run, in: db) }
           return .commit
         }
       } catch {
         self.putBack(journal)
         throw error
       }
+      self.numbering.withLock { $0.committedSince = true }
+      if let run { self.record(run, at: now) }
       // Until the open mark is in the file (a reader held the log at open): usually never.
       if !self.markInFile.withLock({ $0 }), (try? Self.checkpointsWholeLog(db)) == true {
         self.markInFile.withLock { $0 = true }

@@ -158,7 +158,7 @@ struct ServeCommand: AsyncParsableCommand {
       if settings.storage == .memory {
         store = InMemoryBrokerStorage()
       } else {
-        let opened = try SQLiteBrokerStorage(directory: settings.dataDir)
+        let opened = try SQLiteBrokerStorage(directory: settings.dataDir, logger: logger)
         sqlite = opened
         if let renewal = opened.epochRenewal {
           let cause =

@@ -131,13 +131,57 @@ struct SQLiteBrokerStorageTests {
     try await run { storage, _ in #expect(storage.epochRenewal == nil) }
   }
 
+  /// A copy of the database and its log taken while the broker runs (a volume snapshot of the
+  /// two files), restored alone after later commits, is older than the directory's last run:
+  /// the run's number moves on with a commit once the renumbering interval has passed since the
+  /// last (here at once) — so a crash after them leaves a record ahead of the copy — and at a
+  /// close that follows commits. Every topic gets a new epoch.
+  @Test(arguments: [true, false]) func aCopyTakenWhileTheBrokerRanIsOlderOnceCommitsFollowIt(crashes: Bool) async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let (database, copy, image) = (directory + "/broker.sqlite", directory + "/copy", directory + "/image")
+    let seen: PublishResponse
+    do {
+      let storage = try SQLiteBrokerStorage(directory: directory, renumberingInterval: crashes ? .zero : .seconds(3600))
+      let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+      try await broker.publish("t", [card("a", 1)])
+      try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: false)
+      for suffix in ["", "-wal"] { try FileManager.default.copyItem(atPath: database + suffix, toPath: copy + "/broker.sqlite" + suffix) }
+      seen = try await broker.publish("t", [card("b", 1)])
+      if crashes {
+        // The directory as a crash leaves it now: its record of runs, with the copy restored.
+        try FileManager.default.createDirectory(atPath: image, withIntermediateDirectories: false)
+        try FileManager.default.copyItem(atPath: directory + "/broker.run", toPath: image + "/broker.run")
+      } else {
+        try storage.close()
+      }
+    }
+    let restored = crashes ? image : directory
+    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: restored + "/broker.sqlite" + suffix) }
+    for suffix in ["", "-wal"] { try FileManager.default.moveItem(atPath: copy + "/broker.sqlite" + suffix, toPath: restored + "/broker.sqlite" + suffix) }
+    let storage = try SQLiteBrokerStorage(directory: restored)
+    #expect(storage.epochRenewal == .databaseOlderThanLastRun)
+    let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+    let next = try await broker.publish("t", [card("c", 1)])
+    #expect(next.epoch != seen.epoch && next.firstOffset == seen.firstOffset)
+  }
+
+  /// A run that commits nothing after it was numbered is not numbered again at its close: a copy
+  /// taken during it holds all it committed.
+  @Test func aRunWithoutCommitsKeepsItsNumberAtItsClose() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    try await run { _, _ in }
+    #expect(try String(contentsOfFile: directory + "/broker.run", encoding: .utf8) == "1\n")
+    try await run { _, broker in try await broker.publish("t", [card("a", 1)]) }
+    #expect(try String(contentsOfFile: directory + "/broker.run", encoding: .utf8) == "3\n")
+  }
+
   /// A record of runs that does not read as one (damaged) cannot say whether the database is
   /// older: every topic gets a new epoch, and the record is written anew.
   @Test func anUnreadableRecordOfRunsRenewsEveryEpoch() async throws {
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let first = try await run { _, broker in try await broker.publish("t", [card("a", 1)]) }
     try "9223372036854775807\n".write(toFile: directory + "/broker.run", atomically: false, encoding: .utf8)
-    try await expectOneRenewal(.runRecordUnreadable, after: first, recording: 2)
+    try await expectOneRenewal(.runRecordUnreadable, after: first, recording: 3)  // past the first run's close: 2
   }
 
   /// A database that counts runs, found without the directory's record of them (removed, or
@@ -205,10 +249,10 @@ struct SQLiteBrokerStorageTests {
   /// epoch than `seen`'s) and record `run` as its number, and the start after it to renew none.
   func expectOneRenewal(_ renewal: EpochRenewal, after seen: PublishResponse, recording run: Int64) async throws {
     try await self.run { storage, broker in
+      #expect(try String(contentsOfFile: directory + "/broker.run", encoding: .utf8) == "\(run)\n")
       let next = try await broker.publish("t", [card("z", 1)])
       #expect(storage.epochRenewal == renewal && next.epoch != seen.epoch)
     }
-    #expect(try String(contentsOfFile: directory + "/broker.run", encoding: .utf8) == "\(run)\n")
     try await self.run { storage, _ in #expect(storage.epochRenewal == nil) }
   }
 
