@@ -64,7 +64,7 @@ extension Broker {
             return .refused(Self.keyReused(key))
           }
           // In the topic's new epoch if it got one since: the offsets are valid in it.
-          let epoch = intake.newEpochs[key.topic] ?? record.epoch
+          let epoch = intake.storedNewEpochs[key.topic] ?? record.epoch
           var response = PublishResponse(epoch: epoch, firstOffset: record.firstOffset, lastOffset: record.lastOffset)
           response.replayed = true
           return .answered(response)
@@ -389,6 +389,7 @@ extension Broker {
       // snapshot, which holds this batch's changes.
       for (name, epoch) in batch.newEpochs where state.topics[name] != nil {
         state.topics[name]?.epoch = epoch
+        configuration.metrics.newEpochs.increment()
         for subscription in state.subscribers[name].map(Array.init) ?? [] {
           if let drainer = subscription.value.startNewEpoch(of: name) { resynchronized.append(drainer) }
         }
@@ -415,6 +416,7 @@ extension Broker {
           committedBefore: cutoff, keepingAtMost: configuration.maxPublishRecords, atMost: batch.maxPublishRecordsToForget)
       }
       intake.pendingPrunes += prunes
+      intake.storedNewEpochs.merge(batch.newEpochs) { _, new in new }
       return intake.publishes.finishCommitting()
     }
     // Per topic, the whole batch's changes in offset order: one enqueue and one wake per
@@ -433,7 +435,6 @@ extension Broker {
     configuration.metrics.publishes.increment(by: publishes.count)
     configuration.metrics.publishedChanges.increment(by: batch.topics.indices.reduce(0) { $0 + batch.topics[$1].records.count })
     if coalesced > 0 { configuration.metrics.coalescedChanges.increment(by: coalesced) }
-    if !batch.newEpochs.isEmpty { configuration.metrics.newEpochs.increment(by: batch.newEpochs.count) }
     // The publishers once every subscriber's queue holds the changes (a subscriber in the same
     // process reads its writes), and before the drains are woken: a publisher refills its
     // window as its answers arrive, so its answers should not wait behind the writes of a

@@ -52,8 +52,10 @@ public final class Broker: Sendable {
     var isCommitting = false
     var publishRecords = PublishRecords()
     /// The topics given a new epoch in this run because a client showed their history lost
-    /// (``Broker/startNewEpoch(of:)``), with it: one each at most.
-    var newEpochs: [String: Int64] = [:]
+    /// (``Broker/startNewEpoch(of:)``): one each at most.
+    var newEpochRequested: Set<String> = []
+    /// Those new epochs that are stored, in which the topic's idempotency records are answered.
+    var storedNewEpochs: [String: Int64] = [:]
     /// The new epochs waiting for the next commit.
     var pendingNewEpochs: [String: Int64] = [:]
     /// The new epochs of commits that failed: they go with the next commit that carries a

@@ -25,7 +25,7 @@ final class HistoryLossReport: Sendable {
   static let logIntervalMillis: Int64 = 60_000
   /// The line's message.
   static let message: Logger.Message =
-    "a subscriber's position is ahead of its topic: storage lost offsets it had acknowledged (a data directory restored whole?). The topic starts a new epoch, and its subscribers get snapshots; other topics may have lost history unnoticed. To start every topic in a new epoch, stop the broker, remove broker.run from its data directory, and start it"
+    "a subscriber's position is ahead of its topic: storage lost offsets it had acknowledged (a data directory restored whole?). The topic gets a new epoch (once per run), and its subscribers snapshots in it; other topics may have lost history unnoticed. To start every topic in a new epoch, stop the broker, remove broker.run from its data directory, and start it"
 
   private let pending = Mutex(Pending())
   private let counter: Counter

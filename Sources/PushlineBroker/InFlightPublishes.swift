@@ -54,6 +54,12 @@ struct InFlightPublishes {
     return .joined
   }
 
+  /// Puts the pending publishes to `topic` in `epoch`, the topic's new one: they are committed
+  /// with it, or after it (the commit under way is not).
+  mutating func move(_ topic: String, to epoch: Int64) {
+    for position in pending.indices where pending[position].topic == topic { pending[position].epoch = epoch }
+  }
+
   /// Makes the pending publishes the commit under way, and returns them. (The last commit must
   /// have ended: ``finishCommitting()``.)
   mutating func startCommitting() -> [PendingPublish] {

@@ -32,8 +32,9 @@ struct HistoryLossTests {
     for topic in ["t", "u", "v"] { tops[topic] = try await broker.publish(topic, [card("a", 1), card("b", 1)]) }
     func firstUpdate(_ topic: String, otherEpoch: Bool = false, ahead: Int64) throws -> EncodedTopicUpdate? {
       let top = try #require(tops[topic])
-      return try broker.subscribe(topic, epoch: top.epoch + (otherEpoch ? 1 : 0), offset: top.lastOffset + ahead)
-        .takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now)?.first
+      // Through the broker: the topic's new epoch may be stored meanwhile, and its snapshot due.
+      let subscription = try broker.subscribe(topic, epoch: top.epoch + (otherEpoch ? 1 : 0), offset: top.lastOffset + ahead)
+      return try broker.readyUpdates(for: subscription).map(readOffTheWire).first
     }
     #expect(try firstUpdate("t", ahead: 0)?.isSnapshot == false)
     #expect(try firstUpdate("t", otherEpoch: true, ahead: 5)?.isSnapshot == true)
@@ -101,23 +102,49 @@ struct HistoryLossTests {
     #expect(try metrics.expectCounter("pushline_new_epochs_total").totalValue == 1)
   }
 
+  /// The publishes waiting for a commit when the topic gets its new epoch are committed, and
+  /// answered, in it — their retries and later replays too; the publish being committed then is
+  /// in the old epoch, which its commit ends.
+  @Test func publishesWaitingForTheNewEpochsCommitAreAnsweredInIt() async throws {
+    let storage = CountingStorage()
+    let broker = try await Broker(storage: storage, configuration: configuration)
+    let old = try await broker.publish("t", [card("a", 1)])
+    storage.holdCommits()
+    let committing = broker.enqueuePublish("t", [card("b", 1)])
+    await storage.waitUntilHeld()
+    let waiting = broker.enqueuePublish("t", [card("c", 1)], key: "k")
+    let retry = broker.enqueuePublish("t", [card("c", 1)], key: "k")
+    _ = try broker.subscribe("t", epoch: old.epoch, offset: old.lastOffset + 5)
+    storage.release()
+    let (inOld, inNew, retried) = (try await committing.value, try await waiting.value, try await retry.value)
+    #expect(inOld.epoch == old.epoch && inNew.epoch != old.epoch && inNew.firstOffset == inOld.lastOffset + 1)
+    #expect(retried.replayed == true && retried.epoch == inNew.epoch)
+    let replay = try await broker.publish("t", [card("c", 1)], key: "k")
+    #expect(replay.replayed == true && replay.epoch == inNew.epoch && replay.firstOffset == inNew.firstOffset)
+    let updates = try broker.readyUpdates(for: try broker.subscribe("t")).map(readOffTheWire)
+    #expect(updates.first?.epoch == inNew.epoch && updates.first?.throughOffset == inNew.lastOffset)
+  }
+
   /// A new epoch whose commit fails changes nothing the clients see until a later commit,
-  /// carrying a publish, stores it: positions in the old epoch still resume meanwhile.
+  /// carrying a publish, stores it: positions in the old epoch still resume meanwhile, and
+  /// replays are answered in the old epoch.
   @Test func aNewEpochWhoseCommitFailedGoesWithTheNextPublish() async throws {
     let storage = CountingStorage()
     let broker = try await Broker(storage: storage, configuration: configuration)
-    let old = try await broker.publish("t", [card("a", 1), card("b", 1)])
+    let old = try await broker.publish("t", [card("a", 1), card("b", 1)], key: "k")
     storage.failing.withLock { $0 = true }
     _ = try broker.subscribe("t", epoch: old.epoch, offset: old.lastOffset + 1)
     await storage.waitUntilFailed(1)
     storage.failing.withLock { $0 = false }
     let resumed = try broker.subscribe("t", epoch: old.epoch, offset: old.firstOffset).takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now)
     #expect(resumed?.first?.isSnapshot == false && resumed?.first?.epoch == old.epoch)
+    #expect(try await broker.publish("t", [card("a", 1), card("b", 1)], key: "k").epoch == old.epoch)
     #expect(try metrics.expectCounter("pushline_new_epochs_total").totalValue == 0)
 
     let next = try await broker.publish("t", [card("c", 1)])
     #expect(next.epoch != old.epoch && next.firstOffset == old.lastOffset + 1)
     #expect(try metrics.expectCounter("pushline_new_epochs_total").totalValue == 1)
+    #expect(try await broker.publish("t", [card("a", 1), card("b", 1)], key: "k").epoch == next.epoch)
     let fresh = try broker.subscribe("t").takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now)
     #expect(fresh?.first?.epoch == next.epoch && fresh?.first?.changes.count == 3)
   }
@@ -138,7 +165,7 @@ struct HistoryLossTests {
       try storage.close()
       return result
     }
-    try await run { _, broker in try await broker.publish("t", [card("a", 1)]) }
+    try await run { _, broker in try await broker.publish("t", [card("a", 1)], key: "before") }
     try FileManager.default.copyItem(atPath: directory, toPath: backup)
     let seen = try await run { _, broker in try await broker.publish("t", [card("b", 1)]) }
     try FileManager.default.removeItem(atPath: directory)
@@ -146,9 +173,8 @@ struct HistoryLossTests {
 
     let renewed = try await run { storage, broker in
       #expect(storage.epochRenewal == nil)
-      let updates = try broker.subscribe("t", epoch: seen.epoch, offset: seen.lastOffset)
-        .takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now) ?? []
-      #expect(updates.first?.isSnapshot == true)
+      let updates = try broker.readyUpdates(for: try broker.subscribe("t", epoch: seen.epoch, offset: seen.lastOffset))
+      #expect(updates.first?.base.isSnapshot == true)
       return try await broker.publish("t", [card("b", 2)], key: "k")
     }
     #expect(renewed.epoch != seen.epoch && renewed.firstOffset == seen.lastOffset)
@@ -156,8 +182,10 @@ struct HistoryLossTests {
     #expect(errors.count == 1 && errors.first?.metadata["topic"] == "t")
     // Stored: the topic and its idempotency records come back in the new epoch.
     try await run { _, broker in
-      let replay = try await broker.publish("t", [card("b", 2)], key: "k")
-      #expect(replay.replayed == true && replay.epoch == renewed.epoch)
+      for (key, card) in [("k", card("b", 2)), ("before", card("a", 1))] {
+        let replay = try await broker.publish("t", [card], key: key)
+        #expect(replay.replayed == true && replay.epoch == renewed.epoch)
+      }
       let behind = try broker.subscribe("t", epoch: seen.epoch, offset: seen.firstOffset).takeReadyFromTheWire(maxChanges: 10, nowMillis: clock.now)
       #expect(behind?.first?.isSnapshot == true && behind?.first?.epoch == renewed.epoch)
     }
