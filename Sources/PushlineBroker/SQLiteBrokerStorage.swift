@@ -42,10 +42,11 @@ import Synchronization
 /// a new epoch (``epochRenewal``) and positions in the old ones are answered with snapshots.
 /// So does a database older than the directory's last run — each open numbers its run, in the
 /// database and in the directory's `broker.run` — which a backup restored over it is. The
-/// number also moves on while the broker commits, every ``renumberingInterval`` at most, and at
-/// ``close()`` after commits: a copy of the database and its log taken while the broker ran (a
-/// volume snapshot of the two files) and restored alone is then older too, unless no commit
-/// followed it by more than that interval before the broker crashed.
+/// number also moves on while the broker runs, with the first commit once
+/// ``renumberingInterval`` has passed since it last did, and at a ``close()`` after commits
+/// since: a copy of the database and its log taken while the broker ran (a volume snapshot of
+/// the two files) and restored alone is then older too — unless the broker crashed with all the
+/// commits after the copy made within that interval of the number's last move.
 public final class SQLiteBrokerStorage: BrokerStorage {
   private let database: DatabasePool
   /// Why opening gave every topic a new epoch, if it did: publishes acknowledged before may be
@@ -70,14 +71,19 @@ public final class SQLiteBrokerStorage: BrokerStorage {
     /// A commit went in since the run was last numbered: a copy taken before it lacks it.
     var committedSince = false
 
-    /// The next number, if it is time for one: due after `interval` (or at the close, `nil`)
-    /// when a commit went in since, and short of the last number (past it, the next start
-    /// renews every epoch: see ``DataDirectory/maxRun``).
-    func next(after interval: Duration?, now: ContinuousClock.Instant) -> Int64? {
-      guard committedSince, number + 1 < DataDirectory.maxRun else { return nil }
-      guard let interval else { return number + 1 }
-      return now - numberedAt >= interval ? number + 1 : nil
+    /// The number a commit at `now` carries, if any: the next, once `interval` has passed
+    /// since the last numbering (the commit itself is what a copy taken before lacks).
+    func nextForCommit(at now: ContinuousClock.Instant, interval: Duration) -> Int64? {
+      now - numberedAt >= interval ? following : nil
     }
+
+    /// The number the close carries, if any: the next, when a commit went in since the last
+    /// numbering.
+    var nextForClose: Int64? { committedSince ? following : nil }
+
+    /// The next number, short of the last (at it, the next start renews every epoch: see
+    /// ``DataDirectory/maxRun``).
+    private var following: Int64? { number + 1 < DataDirectory.maxRun ? number + 1 : nil }
   }
 
   /// A card of a topic, as the live versions are looked up.
@@ -270,16 +276,20 @@ public final class SQLiteBrokerStorage: BrokerStorage {
   ///   next as a crashed broker's, its log replayed.
   public func close() throws {
     guard closed.withLock({ closed in defer { closed = true }; return !closed }) else { return }
-    let run = numbering.withLock { $0.next(after: nil, now: .now) }
-    try database.write { db in
+    // Decided on the writer's queue, after any commit still under way there.
+    let run = try database.write { db -> Int64? in
+      let run = numbering.withLock { $0.nextForClose }
       try db.execute(sql: "UPDATE brokerRun SET unclosed = 0")
       if let run { try Self.setRun(run, in: db) }
+      return run
     }
+    // Recorded at once: the checkpoint below may fail (a reader holding the log, a backup
+    // tool's), and the number is durable already.
+    if let run { record(run, at: .now) }
     // Emptied by hand: GRDB closes its writer before its readers, so SQLite's own checkpoint
     // at the last close never runs (that reader may not write), and the log would stay.
     try database.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
     try database.close()
-    if let run { record(run, at: .now) }
   }
 
   /// Numbers the run `run` in the database (within the caller's transaction).
@@ -454,7 +464,7 @@ public final class SQLiteBrokerStorage: BrokerStorage {
       if self.versions.withLock({ $0.live == nil }) { _ = try self.readVersions(db) }
       var journal = VersionJournal(recentBefore: self.versions.withLock { $0.recent.count })
       let now = ContinuousClock.now
-      let run = self.numbering.withLock { $0.next(after: self.renumberingInterval, now: now) }
+      let run = self.numbering.withLock { $0.nextForCommit(at: now, interval: self.renumberingInterval) }
       do {
         try db.inTransaction {
           try self.write(batch, into: db, journal: &journal)

@@ -108,8 +108,8 @@ struct ClientAgainstBrokerTests {
     }
   }
 
-  func client(_ broker: Broker, cut: Bool) throws -> (TrackerDataManager, ConnectionManager) {
-    let cache = try CardCache(persistence: SQLiteCachePersistence(path: directory + "/client.sqlite"))
+  func client(_ broker: Broker, cut: Bool, cache name: String = "client") throws -> (TrackerDataManager, ConnectionManager) {
+    let cache = try CardCache(persistence: SQLiteCachePersistence(path: directory + "/\(name).sqlite"))
     let tracker = TrackerDataManager(cache: cache, topics: Self.topics, configuration: .init(staleAfterOffline: .zero))
     let connector: any TrackerConnector = cut ? DemoNetworkCuts(inner: broker, liveFor: .milliseconds(150), downFor: .milliseconds(50)) : broker
     let manager = ConnectionManager(
@@ -167,5 +167,51 @@ struct ClientAgainstBrokerTests {
     await running.value
     #expect(broker.pulls.withLock { $0 } == pullsBefore)
     #expect(broker.snapshots.withLock { $0 } == 0)
+  }
+
+  /// A data directory put back whole (a cold backup, broker.run included) loses the publishes
+  /// made after it, and the offsets they took are given again to other changes. The first
+  /// client back, ahead of the restored topics, gets snapshots and gives the topics new epochs;
+  /// a client back only once new publishes have passed its position then gets snapshots too,
+  /// not a resume that would skip the changes given its offsets. Both end with exactly the
+  /// restored broker's state and what was published since.
+  @Test func aDirectoryPutBackWholeBringsEveryClientToTheBrokersState() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let broker = Broker()
+    var truth: [String: [String: TrackerCard]] = [:]
+    var version = 0
+    try await withBroker(broker) { publisher in try await Self.publish(40, on: publisher, into: &truth, version: &version) }
+    let (kept, backup) = (truth, directory + "/backup")
+    try FileManager.default.copyItem(atPath: directory + "/broker", toPath: backup)
+    try await withBroker(broker) { publisher in
+      try await Self.publish(40, on: publisher, into: &truth, version: &version)
+      for name in ["first", "second"] {
+        let (tracker, manager) = try client(broker, cut: false, cache: name)
+        let running = Task { await manager.run() }
+        try await Self.converge(tracker, to: truth)
+        running.cancel()
+        await running.value  // flushes the cache: each topic at offset 40
+      }
+    }
+    try FileManager.default.removeItem(atPath: directory + "/broker")
+    try FileManager.default.moveItem(atPath: backup, toPath: directory + "/broker")
+    truth = kept  // each topic at offset 20 again
+
+    try await withBroker(broker) { publisher in
+      let (first, firstManager) = try client(broker, cut: false, cache: "first")
+      let firstRunning = Task { await firstManager.run() }
+      try await Self.converge(first, to: truth)
+      // Just past the second client's positions: offsets 21 to 41 of each topic, given again
+      // (a resume from 40 would bring 41 alone).
+      try await Self.publish(42, on: publisher, into: &truth, version: &version)
+      try await Self.converge(first, to: truth)
+      let (second, secondManager) = try client(broker, cut: false, cache: "second")
+      let secondRunning = Task { await secondManager.run() }
+      try await Self.converge(second, to: truth)
+      for running in [firstRunning, secondRunning] {
+        running.cancel()
+        await running.value
+      }
+    }
   }
 }
