@@ -21,7 +21,9 @@ extension Broker {
       guard !intake.newEpochRequested.contains(topic) else { return false }
       // Publishes assigned offsets and not yet committed are in the head's epoch; the new one
       // goes on after the last of them. (Intake's lock, then the topics': the one order.)
-      let head = intake.heads[topic] ?? state.withLock { state in state.topics[topic].map { (epoch: $0.epoch, lastAssigned: $0.topOffset) } }
+      let head =
+        intake.heads[topic]
+        ?? state.withLock { state in state.topics[topic].map { (epoch: $0.epoch, lastAssigned: $0.topOffset) } }
       guard let head else { return false }
       let epoch = TopicState.epoch(renewing: head.epoch)
       intake.heads[topic] = (epoch, head.lastAssigned)

@@ -138,7 +138,7 @@ public final class Subscription: Sendable {
     if wasDue == false { state.snapshotsDue += 1 }
   }
 
-  /// `topic` starts a new epoch, as the broker was shown that it lost history (commit lock
+  /// `topic` starts a new epoch, as the broker was shown that it lost history (broker lock
   /// held): what was queued of it is dropped — the client may hold cards that history lacked —
   /// and a snapshot in the new epoch is due. Returns the drain to wake.
   func startNewEpoch(of topic: String) -> Drainer? {
