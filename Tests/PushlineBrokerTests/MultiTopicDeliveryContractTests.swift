@@ -7,8 +7,9 @@ import Testing
 /// The delivery contract of one subscription to several topics, under random load: publishes to
 /// random topics (some sharing a commit), reads of random sizes while the connection takes bytes
 /// or not (so that runs stack, are spelled out and coalesce, the topics sharing one queue and
-/// its bound), snapshots in parts, overflows and resnapshots, watermarks, and drops — some in the
-/// middle of a take — resumed per topic from each replica's position. Each topic must end with
+/// its bound), snapshots in parts, overflows and resnapshots, watermarks, new epochs (a client
+/// showed a topic's history lost), and drops — some in the middle of a take — resumed per topic
+/// from each replica's position. Each topic must end with
 /// exactly the publishers' state, at its top, never having seen a breach of the contract.
 @Suite("Delivery contract across topics, property-tested")
 struct MultiTopicDeliveryContractTests {
@@ -54,9 +55,22 @@ struct MultiTopicDeliveryContractTests {
       return (topic, upserts, removals)
     }
 
+    /// Takes all `subscription` has: the queue, and the snapshots due (overflowed topics, new epochs).
+    func drain(_ subscription: Subscription) async throws {
+      while true {
+        if !subscription.topicsNeedingSnapshot.isEmpty {
+          apply(try await broker.nextUpdates(for: subscription))
+          continue
+        }
+        guard let updates = try subscription.takeReadyFromTheWire(maxChanges: 512, nowMillis: clock.now), !updates.isEmpty
+        else { break }
+        apply(updates)
+      }
+    }
+
     var subscription = try resume()
     for step in 0..<400 {
-      switch random.next() % 13 {
+      switch random.next() % 14 {
       case 0...3:  // publish a few changes to a topic
         let publish = randomPublish()
         try await broker.publish(publish.topic, publish.upserts, removing: publish.removals)
@@ -97,6 +111,16 @@ struct MultiTopicDeliveryContractTests {
         broker.unsubscribe(subscription)
         subscription = try resume()
         log.append("resume")
+      case 13:  // the topic gets a new epoch (once per run), stored with the publish that follows
+        let topic = topics[Int(random.next() % UInt64(topics.count))]
+        broker.startNewEpoch(of: topic)
+        let (upserts, removals) = randomChanges(&random, cardCount: cardsPerTopic, large: large, version: &version, truth: &truth[topic]!)
+        try await broker.publish(topic, upserts, removing: removals)
+        log.append("new epoch of \(topic), publish \(upserts.map(\.cardID)) -\(removals), drain")
+        // The open subscription follows the topic into its epoch, without a resume.
+        try await drain(subscription)
+        let epoch = broker.state.withLock { $0.topics[topic]?.epoch }
+        #expect(replicas[topic]!.epoch == epoch, "seed \(seed) step \(step): \(topic) not in its new epoch")
       default:  // time passes: watermarks
         clock.advance(by: .seconds(31))
         broker.tick()
@@ -105,24 +129,16 @@ struct MultiTopicDeliveryContractTests {
       #expect(subscription.queuedChanges <= bound, "seed \(seed) step \(step): \(subscription.queuedChanges) queued")
       if replicas.values.contains(where: { !$0.violations.isEmpty }) { break }
     }
-    // Drain: the queue, and the snapshots of overflowed topics.
-    while true {
-      if !subscription.topicsNeedingSnapshot.isEmpty {
-        apply(try await broker.nextUpdates(for: subscription))
-        continue
-      }
-      guard let updates = try subscription.takeReadyFromTheWire(maxChanges: 512, nowMillis: clock.now), !updates.isEmpty
-      else { break }
-      apply(updates)
-    }
-    let tops = broker.state.withLock { state in topics.map { state.topics[$0]?.topOffset ?? 0 } }
-    for (topic, top) in zip(topics, tops) {
+    try await drain(subscription)
+    let tops = broker.state.withLock { state in topics.map { (state.topics[$0]?.topOffset ?? 0, state.topics[$0]?.epoch) } }
+    for (topic, (top, epoch)) in zip(topics, tops) {
       let replica = replicas[topic]!
       let context = "seed \(seed) \(topic); last steps: \(log.suffix(30).joined(separator: "; "))"
       #expect(replica.violations.isEmpty, "\(replica.violations.prefix(5)); \(context)")
       let wrong = Set(replica.cards.keys).union(truth[topic]!.keys).filter { replica.cards[$0] != truth[topic]![$0] }
       #expect(wrong.isEmpty, "cards \(wrong.sorted()) differ; \(context)")
       #expect(replica.position == top, "position \(String(describing: replica.position)), top \(top); \(context)")
+      #expect(epoch == nil || replica.epoch == epoch, "epoch \(String(describing: replica.epoch)), topic's \(String(describing: epoch)); \(context)")
     }
   }
 }
