@@ -42,8 +42,8 @@ import Synchronization
 /// a new epoch (``epochRenewal``) and positions in the old ones are answered with snapshots.
 /// So does a database older than the directory's last run — each open numbers its run, in the
 /// database and in the directory's `broker.run` — which a backup restored over it is. The
-/// number also moves on while the broker runs, with the first commit once
-/// ``renumberingInterval`` has passed since it last did, and at a ``close()`` after commits
+/// number also moves on while the broker runs, with the first commit once the renumbering
+/// interval (a minute by default) has passed since it last did, and at a ``close()`` after commits
 /// since: a copy of the database and its log taken while the broker ran (a volume snapshot of
 /// the two files) and restored alone is then older too — unless the broker crashed with all the
 /// commits after the copy made within that interval of the number's last move.
@@ -57,7 +57,7 @@ public final class SQLiteBrokerStorage: BrokerStorage {
   /// Whose rows a ``StoredRowError`` names.
   private static let store = "the broker's"
   /// The least time between two numberings of the run while the broker commits.
-  public let renumberingInterval: Duration
+  private let renumberingInterval: Duration
   /// The run's number, as the database and then the directory's record hold it.
   private let numbering: Mutex<RunNumbering>
   /// Where a record of the run that could not be written is reported (the database holds the
