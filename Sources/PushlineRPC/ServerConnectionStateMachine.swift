@@ -37,7 +37,8 @@ public struct ServerConnectionStateMachine: Sendable {
     /// Pings tolerated in a row without call activity before the peer is cut off.
     public var pingBudget: Int
     /// The request bytes a connection may make the server hold at once: messages still
-    /// arriving frame by frame, and requests of calls the client has not half-closed yet. Each
+    /// arriving frame by frame, and requests whose handlers have not started yet (not
+    /// half-closed yet, or waiting for their turn: ``requestTaken(callID:)``). Each
     /// call may hold a message of the agreed size; this bounds them together, so that many
     /// concurrent calls cannot multiply the message limit. A frame that would pass it ends its
     /// call with RESOURCE_EXHAUSTED.
@@ -138,7 +139,7 @@ public struct ServerConnectionStateMachine: Sendable {
     /// When the last PING arrived, on the server's clock.
     var lastPingMillis: Int64 = .min
     var messages = MessageReassembly()
-    /// The requests the calls hold before their HALF_CLOSE, together.
+    /// The requests the calls hold until their handlers take them, together.
     var heldRequestBytes = 0
     /// The requests of the pipelined calls delivered and not answered yet, together.
     var unansweredRequests = 0
@@ -146,14 +147,19 @@ public struct ServerConnectionStateMachine: Sendable {
     /// before the refusal are answered; their later frames are dropped.
     var refusals: [UInt32: CallStatus] = [:]
 
-    /// The client half-closed `callID`: its request goes to its handler, so the call holds it
-    /// no longer.
+    /// The client half-closed `callID`. Its request stays counted until its handler takes it
+    /// (``ServerConnectionStateMachine/requestTaken(callID:)``): a call may wait its turn to
+    /// start (2.7), holding it.
     mutating func halfClose(_ callID: UInt32) {
       messages.discard(callID: callID)
+      calls.changeValue(forKey: callID) { $0.isHalfClosed = true }
+    }
+
+    /// `callID`'s handler took its request: the call holds it no longer.
+    mutating func takeRequest(of callID: UInt32) {
       calls.changeValue(forKey: callID) { call in
         heldRequestBytes -= call.requests.heldBytes
         if case .held = call.requests { call.requests = .notHeld }
-        call.isHalfClosed = true
       }
     }
 
@@ -190,9 +196,14 @@ public struct ServerConnectionStateMachine: Sendable {
 
   /// The highest protocol version this implementation speaks.
   public static let highestVersion: UInt32 = UInt32(ConnectionPreface.currentVersion)
-  /// The largest `ClientHello` a server accepts, in bytes: tokens and metadata are a few
-  /// hundred bytes, and the connection keeps them as long as it lives.
+  /// The largest `ClientHello` a server accepts, in bytes, its metadata counted as HTTP/2
+  /// counts headers (``Swift/Array/accountedSize``): tokens and metadata are a few hundred
+  /// bytes, and the connection keeps them as long as it lives.
   public static let maxClientHelloSize = 16 << 10
+  /// The largest `CallStart` a server accepts, in bytes, its metadata counted as HTTP/2 counts
+  /// headers (``Swift/Array/accountedSize``): a method and a few entries take a few hundred,
+  /// and the call keeps them as long as it lives.
+  public static let maxCallStartSize = 16 << 10
   /// The smallest maximum frame size a server accepts from a client, in bytes.
   public static let minFrameSize = 16 << 10
 
@@ -314,6 +325,11 @@ public struct ServerConnectionStateMachine: Sendable {
     guard frame.callID == 0, let hello = try? ClientHello(serializedBytes: frame.payload) else {
       return violation(.internal, "malformed ClientHello", sendPreface: true)
     }
+    guard hello.metadata.accountedSize <= Self.maxClientHelloSize else {
+      return violation(
+        .resourceExhausted, "connection metadata of \(hello.metadata.accountedSize) bytes (32 counted per entry), limit \(Self.maxClientHelloSize)",
+        sendPreface: true)
+    }
     let version = min(hello.maxVersion, Self.highestVersion)
     guard version >= hello.minVersion, version >= 1 else {
       return violation(
@@ -382,11 +398,21 @@ public struct ServerConnectionStateMachine: Sendable {
     guard frame.callID > open.highestCallID else {
       return actions += violation(.internal, "call id \(frame.callID) does not increase (last \(open.highestCallID))", open: open)
     }
+    // Kept for the call's life (its method and metadata), so bounded before it is decoded.
+    guard frame.payload.count <= Self.maxCallStartSize else {
+      open.highestCallID = frame.callID
+      let refusal = "a CallStart of \(frame.payload.count) bytes, limit \(Self.maxCallStartSize)"
+      return actions += [.write([Self.status(frame.callID, .resourceExhausted, refusal)])]
+    }
     guard let start = try? CallStart(serializedBytes: frame.payload) else {
       return actions += violation(.internal, "malformed CallStart on call \(frame.callID)", open: open)
     }
     open.highestCallID = frame.callID
     open.pingsWithoutActivity = 0
+    guard start.metadata.accountedSize <= Self.maxCallStartSize else {
+      let refusal = "call metadata of \(start.metadata.accountedSize) bytes (32 counted per entry), limit \(Self.maxCallStartSize)"
+      return actions += [.write([Self.status(frame.callID, .resourceExhausted, refusal)])]
+    }
     if let last = open.lastServedCallID, frame.callID > last {
       let status = Self.status(
         frame.callID, .unavailable, "the server is going away; retry on a new connection", retryAfterMillis: open.goAwayRetryAfterMillis)
@@ -546,6 +572,15 @@ public struct ServerConnectionStateMachine: Sendable {
     state.restore(consume open)
   }
 
+  /// `callID`'s handler started with its request, which the connection's budget of held
+  /// requests then counts no longer (`Configuration.maxBufferedRequestBytes`). Until then —
+  /// while a half-closed call waits for its turn to start — the request counts.
+  public mutating func requestTaken(callID: UInt32) {
+    guard var open = state.takeOpen() else { return }
+    open.takeRequest(of: callID)
+    state.restore(consume open)
+  }
+
   /// A handler finished: send its status, which ends the call.
   public mutating func finishCall(callID: UInt32, status: CallStatus) -> [Action] {
     guard let (frame, closes) = endCall(callID: callID, status: status) else { return [] }
@@ -565,7 +600,7 @@ public struct ServerConnectionStateMachine: Sendable {
     // A handler's own failure came first in the order; its OK, before the refusal.
     let status = status == Self.ok ? open.refusals[callID] ?? status : status
     open.removeCall(callID)
-    let payload = status == Self.ok ? Self.okPayload : status.serializedBytes()
+    let payload = status == Self.ok ? Self.okPayload : Self.payload(of: status, maxFrameSize: open.limits.maxFrameSize)
     let frame = Frame(kind: .status, callID: callID, payload: payload)
     guard isDrained(open) else {
       state.restore(consume open)
@@ -667,15 +702,27 @@ public struct ServerConnectionStateMachine: Sendable {
   private static func goAway(lastCallID: UInt32, _ error: RPCError) -> ConnectionElement {
     var goAway = GoAway(lastCallID: lastCallID)
     goAway.code = error.code.rawValue
-    goAway.message = error.message
+    goAway.message = StatusMessage.fitted(error.message)
     goAway.retryAfterMillis = error.retryAfterMillis
     return .frame(Frame(kind: .goAway, callID: 0, payload: goAway.serializedBytes()))
   }
 
   private static func status(_ callID: UInt32, _ code: StatusCode, _ message: String, retryAfterMillis: UInt32? = nil) -> ConnectionElement {
     var status = CallStatus(code: code.rawValue)
-    status.message = message
+    status.message = StatusMessage.fitted(message)
     status.retryAfterMillis = retryAfterMillis
     return .frame(Frame(kind: .status, callID: callID, payload: status.serializedBytes()))
+  }
+
+  /// A handler's `status` as the payload of a STATUS frame no larger than the connection's
+  /// frames: its message cut to ``StatusMessage/maxBytes``, and its metadata left out in the
+  /// rare case that it would not fit even so (a frame past the limit could not be sent at all).
+  private static func payload(of status: CallStatus, maxFrameSize: Int) -> [UInt8] {
+    var fitted = status
+    fitted.message = status.message.map(StatusMessage.fitted)
+    let payload = fitted.serializedBytes()
+    guard payload.count > maxFrameSize else { return payload }
+    fitted.metadata = []
+    return fitted.serializedBytes()
   }
 }

@@ -635,6 +635,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
   private func start(_ callID: UInt32, _ opening: Opening) {
     guard let context, let executor, let pumps else { return }
     calls.changeValue(forKey: callID) { $0.receiver = nil }
+    machine.requestTaken(callID: callID)
     guard let (bytes, isCompressed) = opening.request else {
       let refusal = RPCError(code: .invalidArgument, message: "the method takes one request, got none")
       return finish(callID: callID, status: refusal.status)

@@ -89,7 +89,7 @@ struct ServerConnectionHandlerTests {
   /// the stream's handler has written.
   static func channel(
     written: WriteCount? = nil, held: HeldCalls? = nil, feed: Feed? = nil, gate: Gate? = nil, compressions: [Compression] = [],
-    handshakeTimeout: TimeAmount? = nil, handshakes: Bool = true
+    handshakeTimeout: TimeAmount? = nil, handshakes: Bool = true, maxBufferedRequestBytes: Int = 16 << 20
   ) throws -> (EmbeddedChannel, OutboundEventCounter<ConnectionElement>) {
     var router = RPCRouter()
     router.registerUnary(gated, request: MetadataEntry.self, response: MetadataEntry.self) { request, _ in
@@ -114,7 +114,9 @@ struct ServerConnectionHandlerTests {
     let counter = OutboundEventCounter<ConnectionElement>()
     try channel.pipeline.syncOperations.addHandlers([
       counter,
-      ServerConnectionHandler(router: router, configuration: .init(), gracePeriod: .seconds(10), handshakeTimeout: handshakeTimeout),
+      ServerConnectionHandler(
+        router: router, configuration: .init(maxBufferedRequestBytes: maxBufferedRequestBytes), gracePeriod: .seconds(10),
+        handshakeTimeout: handshakeTimeout),
     ])
     try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 7400)).wait()
     guard handshakes else { return (channel, counter) }
@@ -232,6 +234,32 @@ struct ServerConnectionHandlerTests {
     channel.embeddedEventLoop.run()
     let frames = try Self.readFrames(channel)
     #expect(frames.filter { $0.kind == .status }.map(\.callID) == callIDs)
+  }
+
+  /// A call waiting for a task slot holds its request as a call still sending does: the
+  /// connection's budget of held requests counts it until its handler starts, so a peer
+  /// cannot pile requests up behind handlers that do not return. Running handlers' requests
+  /// are theirs, and not counted.
+  @Test func callsWaitingForATaskSlotCountAgainstTheBudgetOfHeldRequests() throws {
+    let gate = Gate()
+    let value = String(repeating: "v", count: 1_000)
+    let (channel, _) = try Self.channel(gate: gate, maxBufferedRequestBytes: 2_500)
+    let limit = ServerConnectionHandler.maxRunningTasks
+    let callIDs = (0..<limit + 3).map { UInt32(2 * $0 + 1) }
+    for callID in callIDs {
+      for element in Self.call(callID, Self.gated, value: value) { try channel.writeInbound(element) }
+      channel.embeddedEventLoop.run()
+    }
+    #expect(gate.waiting == limit)
+    // Two calls wait for a slot, holding about 2,000 bytes; the third would pass 2,500.
+    let refused = try Self.readFrames(channel)
+    #expect(refused.map(\.kind) == [.status] && refused.map(\.callID) == [callIDs[limit + 2]])
+    #expect(try refused.first.map { try CallStatus(serializedBytes: $0.payload).code } == StatusCode.resourceExhausted.rawValue)
+    gate.open()
+    channel.embeddedEventLoop.run()
+    let answered = try Self.readFrames(channel).filter { $0.kind == .status }
+    #expect(answered.map(\.callID) == Array(callIDs.prefix(limit + 2)))
+    #expect(try answered.allSatisfy { try CallStatus(serializedBytes: $0.payload).code == StatusCode.ok.rawValue })
   }
 
   /// The responses of calls started in one read burst leave in one flush, after the handlers ran.

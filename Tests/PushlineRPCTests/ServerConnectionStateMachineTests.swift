@@ -131,6 +131,83 @@ struct ServerConnectionStateMachineTests {
     #expect(refused.code == StatusCode.resourceExhausted.rawValue)
   }
 
+  /// Metadata is counted as HTTP/2 counts headers, 32 bytes per entry beyond its key and
+  /// value: an entry costs the server far more than the four bytes an empty one takes on the
+  /// wire, and the connection keeps them all.
+  @Test func aClientHelloOfManyEmptyMetadataEntriesIsRefused() throws {
+    func handshake(entries: Int) -> [Machine.Action] {
+      var hello = ClientHello(minVersion: 1, maxVersion: 1)
+      hello.metadata = Array(repeating: MetadataEntry(key: ""), count: entries)
+      var machine = Machine()
+      _ = machine.received(.preface(ConnectionPreface()), serverTimeMillis: 0)
+      return machine.received(.frame(Frame(kind: .handshake, callID: 0, payload: hello.serializedBytes())), serverTimeMillis: 0)
+    }
+    // 512 entries count 16,384 bytes, the limit, in about 2 KiB of ClientHello.
+    guard case .write(let elements)? = handshake(entries: 512).first, case .frame(let frame)? = elements.last else {
+      Issue.record("expected a ServerHello")
+      return
+    }
+    #expect(frame.kind == .handshake)
+    let refused = try Self.goAwayInPlaceOfTheHandshake(in: handshake(entries: 513))
+    #expect(refused.code == StatusCode.resourceExhausted.rawValue)
+  }
+
+  /// A call keeps its CallStart's method and metadata while it lives: one past the limit, in
+  /// bytes or in metadata counted as the handshake's is, ends that call only, before any of it
+  /// is kept; the frames that follow for it are ignored, as for any call that has ended.
+  @Test func aCallStartPastItsLimitEndsThatCallOnly() throws {
+    var (machine, _) = Self.connected()
+    let method = "/pushline.Health/Check"
+    func start(_ callID: UInt32, padding: Int, entries: Int = 0) -> ConnectionElement {
+      var start = CallStart(method: method)
+      start.metadata = Array(repeating: MetadataEntry(key: ""), count: entries)
+      var padded = MetadataEntry(key: "x")
+      padded.value = String(repeating: "v", count: padding)
+      if padding > 0 { start.metadata.append(padded) }
+      return .frame(Frame(kind: .callStart, callID: callID, payload: start.serializedBytes()))
+    }
+    guard case .frame(let long) = start(1, padding: Machine.maxCallStartSize) else { return }
+    let oversized = machine.received(start(1, padding: Machine.maxCallStartSize), serverTimeMillis: 0)
+    #expect(long.payload.count > Machine.maxCallStartSize)
+    #expect(try Self.status(in: oversized.first)?.code == StatusCode.resourceExhausted.rawValue)
+    #expect(oversized.count == 1)
+    #expect(machine.received(Self.message(1, [1]), serverTimeMillis: 0).isEmpty)
+    #expect(machine.received(.frame(Frame(kind: .halfClose, callID: 1)), serverTimeMillis: 0).isEmpty)
+
+    let manyEntries = machine.received(start(2, padding: 0, entries: 513), serverTimeMillis: 0)
+    #expect(try Self.status(in: manyEntries.first)?.code == StatusCode.resourceExhausted.rawValue)
+    let atLimit = machine.received(start(3, padding: 0, entries: 512), serverTimeMillis: 0)
+    #expect(atLimit.first.map { if case .startCall(callID: 3, _) = $0 { true } else { false } } == true)
+    #expect(!machine.isClosed)
+  }
+
+  /// A STATUS names what went wrong, sometimes with what the peer sent; its message is cut so
+  /// that the frame fits the smallest frames a connection may agree on, and a handler's status
+  /// whose metadata would still not fit the connection's frames goes without it.
+  @Test func aStatusFitsTheConnectionsFrames() throws {
+    var limits = Limits()
+    limits.maxFrameSize = UInt32(Machine.minFrameSize)
+    var (machine, _) = Self.connected(limits: limits)
+    _ = machine.received(Self.start(1), serverTimeMillis: 0)
+    _ = machine.received(Self.start(2), serverTimeMillis: 0)
+    var status = CallStatus(code: StatusCode.notFound.rawValue)
+    status.message = "no topic " + String(repeating: "é", count: 40_000)
+    let endedLong = machine.endCall(callID: 1, status: status)
+    let ended = try #require(endedLong)
+    let sent = try CallStatus(serializedBytes: ended.status.payload)
+    let message = try #require(sent.message)
+    #expect(message.utf8.count <= 1_024 && message.hasPrefix("no topic éé") && message.hasSuffix("é…"))
+    #expect(sent.code == status.code)
+    status.message = "short"
+    var detail = MetadataEntry(key: "detail")
+    detail.value = String(repeating: "d", count: Machine.minFrameSize)
+    status.metadata = [detail]
+    let endedWithMetadata = machine.endCall(callID: 2, status: status)
+    let withMetadata = try #require(endedWithMetadata)
+    #expect(withMetadata.status.payload.count <= Machine.minFrameSize)
+    #expect(try CallStatus(serializedBytes: withMetadata.status.payload).message == "short")
+  }
+
   /// Smaller frames would cut every response into pieces of a few bytes.
   @Test func aClientTakingFramesBelowTheMinimumIsRefused() throws {
     var small = Limits()
@@ -331,16 +408,21 @@ struct ServerConnectionStateMachineTests {
     // The first piece of a message in pieces counts as well.
     let piece = ConnectionElement.frame(Frame(kind: .message, flags: MessageFraming.continues, callID: 3, payload: [0] + sixty))
     #expect(machine.received(piece, serverTimeMillis: 0).first == .cancelCall(callID: 3))
-    // Call 1's HALF_CLOSE hands its request over: the budget is free again.
+    // Call 1's HALF_CLOSE ends its request, which still counts until its handler takes it: a
+    // call may wait for its turn to start (2.7), holding its request as much as before.
     #expect(machine.received(.frame(Frame(kind: .halfClose, callID: 1)), serverTimeMillis: 0) == [.deliverEndOfRequests(callID: 1)])
-    let pieceOf4 = ConnectionElement.frame(Frame(kind: .message, flags: MessageFraming.continues, callID: 4, payload: [0] + sixty))
-    #expect(machine.received(pieceOf4, serverTimeMillis: 0).isEmpty)  // held: the message goes on
+    #expect(machine.received(Self.message(4, sixty), serverTimeMillis: 0).first == .cancelCall(callID: 4))
+    // Its handler takes it: the budget is free again.
+    machine.requestTaken(callID: 1)
     _ = machine.received(Self.start(5), serverTimeMillis: 0)
-    #expect(machine.received(Self.message(5, sixty), serverTimeMillis: 0).first == .cancelCall(callID: 5))
-    // Call 4's end gives its piece back.
-    _ = machine.finishCall(callID: 4, status: CallStatus(code: 0))
+    let pieceOf5 = ConnectionElement.frame(Frame(kind: .message, flags: MessageFraming.continues, callID: 5, payload: [0] + sixty))
+    #expect(machine.received(pieceOf5, serverTimeMillis: 0).isEmpty)  // held: the message goes on
     _ = machine.received(Self.start(6), serverTimeMillis: 0)
-    #expect(machine.received(Self.message(6, sixty), serverTimeMillis: 0).first == .deliverMessage(callID: 6, payload: sixty[...], compressed: false))
+    #expect(machine.received(Self.message(6, sixty), serverTimeMillis: 0).first == .cancelCall(callID: 6))
+    // Call 5's end gives its piece back.
+    _ = machine.finishCall(callID: 5, status: CallStatus(code: 0))
+    _ = machine.received(Self.start(7), serverTimeMillis: 0)
+    #expect(machine.received(Self.message(7, sixty), serverTimeMillis: 0).first == .deliverMessage(callID: 7, payload: sixty[...], compressed: false))
     #expect(!machine.isClosed)
   }
 
