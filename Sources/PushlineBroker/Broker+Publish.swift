@@ -1,5 +1,4 @@
 import CoreMetrics
-import Foundation
 import Logging
 import PushlineRPC
 public import PushlineSchema
@@ -132,21 +131,10 @@ extension Broker {
     guard principal.covers(request.topic) else {
       throw RPCError(code: .permissionDenied, message: "the token does not cover topic \"\(request.topic)\"")
     }
-    // Kept by SQLite storage as a key, like a cardID (see below). An empty key would make every
-    // later publish to the topic that sends one a replay of the first.
-    if let key = request.idempotencyKey {
-      guard !key.isEmpty else {
-        throw RPCError(code: .invalidArgument, message: "an empty idempotencyKey: send none, or 1 to \(Self.maxKeySize) bytes")
-      }
-      guard !key.utf8.contains(0) else {
-        throw RPCError(code: .invalidArgument, message: "the idempotencyKey contains a NUL byte")
-      }
-      guard key.utf8.count <= Self.maxKeySize else {
-        throw RPCError(code: .invalidArgument, message: "an idempotencyKey of \(key.utf8.count) bytes, limit \(Self.maxKeySize)")
-      }
-      guard Self.isNormalized(key) else {
-        throw RPCError(code: .invalidArgument, message: "the idempotencyKey is not in Unicode Normalization Form C (NFC)")
-      }
+    // Kept by SQLite storage as a key, like a cardID. An empty key would make every later
+    // publish to the topic that sends one a replay of the first.
+    if let key = request.idempotencyKey, let refusal = Self.refusal(ofKey: key, as: "idempotencyKey") {
+      throw RPCError(code: .invalidArgument, message: refusal)
     }
     guard (1...configuration.maxChangesPerPublish).contains(request.changes.count) else {
       throw RPCError(
@@ -155,21 +143,8 @@ extension Broker {
     }
     var seen = Set<String>()
     for (index, change) in request.changes.enumerated() {
-      guard !change.cardID.isEmpty else {
-        throw RPCError(code: .invalidArgument, message: "changes[\(index)]: empty cardID")
-      }
-      // SQLite storage keys cards by text, which GRDB reads back (and binds) as a C string,
-      // ending at a NUL: two IDs that differ after one would come back from a restart as one.
-      guard !change.cardID.utf8.contains(0) else {
-        throw RPCError(code: .invalidArgument, message: "changes[\(index)]: the cardID contains a NUL byte")
-      }
-      guard change.cardID.utf8.count <= Self.maxKeySize else {
-        throw RPCError(
-          code: .invalidArgument, message: "changes[\(index)]: a cardID of \(change.cardID.utf8.count) bytes, limit \(Self.maxKeySize)")
-      }
-      guard Self.isNormalized(change.cardID) else {
-        throw RPCError(
-          code: .invalidArgument, message: "changes[\(index)]: the cardID \"\(change.cardID)\" is not in Unicode Normalization Form C (NFC)")
+      if let refusal = Self.refusal(ofKey: change.cardID, as: "cardID") {
+        throw RPCError(code: .invalidArgument, message: "changes[\(index)]: \(refusal)")
       }
       if let size = change.card?.encodedSize(), size > Self.maxCardSize {
         throw RPCError(code: .invalidArgument, message: "changes[\(index)]: a card of \(size) bytes, limit \(Self.maxCardSize)")
@@ -190,16 +165,6 @@ extension Broker {
           message: "changes[\(index)]: the card's cardID \"\(card.cardID)\" differs from the change's \"\(change.cardID)\"")
       }
     }
-  }
-
-  /// Whether `id` (a cardID or an idempotency key) is in Unicode Normalization Form C, as the
-  /// broker requires: Swift compares and hashes strings by canonical equivalence, protobuf and
-  /// clients by bytes, and the two agree on NFC strings alone. Without it "é" as one code point
-  /// and as "e" with a combining accent would be one card in the broker's tables, and two on
-  /// its clients, where the removal of one leaves the other for good.
-  static func isNormalized(_ id: String) -> Bool {
-    let isASCII = id.utf8.withContiguousStorageIfAvailable { bytes in bytes.allSatisfy { $0 < 0x80 } } ?? false
-    return isASCII || id.precomposedStringWithCanonicalMapping.utf8.elementsEqual(id.utf8)
   }
 
   /// Commits everything pending, batch after batch, until nothing is left; one runs at a time.

@@ -69,10 +69,16 @@ struct PublishCommand: AsyncParsableCommand {
 
   /// The changes of a publish: `cards` upserted, then `removals` removed.
   ///
-  /// - Throws: `CommandFailure` when a removal names a card already in the publish, or a card
-  ///   is larger than the broker takes (``Broker/maxCardSize``): refused before anything is
+  /// - Throws: `CommandFailure` when a removal names a card already in the publish, a card
+  ///   is larger than the broker takes (``Broker/maxCardSize``), or a card's or a removal's ID
+  ///   is one the broker refuses (``Broker/refusal(ofKey:as:)``): refused before anything is
   ///   sent, rather than after the batches before it were published.
   static func changes(upserting cards: [TrackerCard], removing removals: [String]) throws -> [CardChange] {
+    for (id, source) in cards.map({ ($0.cardID, "a card") }) + removals.map({ ($0, "--remove") }) {
+      if let refusal = Broker.refusal(ofKey: id, as: "cardID") {
+        throw CommandFailure("\(source): \(refusal); nothing was published")
+      }
+    }
     if let large = cards.first(where: { $0.encodedSize() > Broker.maxCardSize }) {
       throw CommandFailure(
         "card \"\(large.cardID)\" is \(large.encodedSize()) bytes, over the broker's limit of \(Broker.maxCardSize) a card; nothing was published")

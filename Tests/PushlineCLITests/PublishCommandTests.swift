@@ -129,6 +129,19 @@ struct PublishCommandTests {
     #expect(error?.description == "card \"large\" is \(large.encodedSize()) bytes, over the broker's limit of 65536 a card; nothing was published")
   }
 
+  /// A cardID the broker would refuse — empty, with a NUL byte, over 256 bytes, not in NFC —
+  /// is refused before anything is sent, in a card or in a removal: in a later batch, it would
+  /// fail the publish halfway, every run.
+  @Test(arguments: ["", "a\u{0}b", String(repeating: "x", count: Broker.maxKeySize + 1), "e\u{301}"])
+  func aCardIDTheBrokerRefusesIsRefusedBeforeAnythingIsSent(id: String) throws {
+    let good = (0...BrokerConfiguration.defaultMaxChangesPerPublish).map { CardInputTests.card("card/\($0)") }
+    let removed = #expect(throws: CommandFailure.self) { try PublishCommand.changes(upserting: good, removing: [id]) }
+    #expect(removed?.description.hasPrefix("--remove: ") == true && removed?.description.hasSuffix("; nothing was published") == true)
+    let upserted = #expect(throws: CommandFailure.self) { try PublishCommand.changes(upserting: good + [CardInputTests.card(id)], removing: []) }
+    #expect(upserted?.description.hasPrefix("a card: ") == true)
+    #expect(try PublishCommand.changes(upserting: good, removing: [String(repeating: "x", count: Broker.maxKeySize), "\u{e9}"]).count == good.count + 2)
+  }
+
   /// More cards than one publish may carry go as two publishes, each acknowledged with its
   /// offsets, and all of them reach the topic; run again with the same key, both are replays.
   @Test func moreThanOnePublishCarriesGoesInBatchesToARealBroker() async throws {
