@@ -36,7 +36,10 @@ struct PingCommand: AsyncParsableCommand {
     do {
       return try await withThrowingTaskGroup(of: String.self) { group in
         group.addTask {
-          try await RPCClient.withConnection(host: host, port: port) { connection in
+          // Connecting, the handshake and a silent server are held to the timeout too: a task
+          // cannot cancel a connection attempt, and the group waits for its tasks.
+          let keepalive = RPCClient.Keepalive(interval: timeout / 2, timeout: timeout)
+          return try await RPCClient.withConnection(host: host, port: port, keepalive: keepalive) { connection in
             let connected = clock.now
             let health = try await connection.unary(HealthService.checkMethod, request: HealthCheckRequest(), response: HealthCheckResponse.self)
             let checked = clock.now

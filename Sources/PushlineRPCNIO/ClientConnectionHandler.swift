@@ -263,11 +263,19 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
     execute(machine.cancel(callID: callID))
   }
 
-  /// Sends a PING with `payload` and resumes `pong` when its PONG arrives.
-  func ping(payload: [UInt8], _ pong: CheckedContinuation<Void, any Error>) {
+  /// Sends a PING with `payload` and resumes `pong` when its PONG arrives, unless the caller
+  /// of `handle` has cancelled already.
+  func ping(payload: [UInt8], unless handle: RPCConnection.CallHandle, _ pong: CheckedContinuation<Void, any Error>) {
+    guard !handle.isCancelled else { return pong.resume(throwing: CancellationError()) }
     guard isOpen, machine.limits != nil else { return pong.resume(throwing: closedReason) }  // started
     pings[payload] = pong
     execute(machine.ping(payload: payload))
+  }
+
+  /// The caller waiting for the PONG of `payload` has cancelled: it fails with
+  /// `CancellationError`, and the PONG, if it comes, is ignored.
+  func abandonPing(payload: [UInt8]) {
+    pings.removeValue(forKey: payload)?.resume(throwing: CancellationError())
   }
 
   /// Completes once the handshake is done (or fails with the reason the connection closed).

@@ -42,6 +42,9 @@ public enum RPCClient {
   /// first calls go out with the `ClientHello`, so that connecting and subscribing costs one round
   /// trip — what a reconnect storm of thousands of clients pays for.
   ///
+  /// Connecting gives up after 10 s, or after the keepalive timeout when that is shorter: a task
+  /// cancelled meanwhile waits for it (a connection attempt cannot be cancelled).
+  ///
   /// - Throws: ``RPCError`` with UNAVAILABLE when the server cannot be reached or refuses the
   ///   handshake (the GOAWAY's reason and retry-after hint in it; the calls `body` started
   ///   meanwhile fail with it too), and whatever `body` throws.
@@ -52,6 +55,7 @@ public enum RPCClient {
     let connection: RPCConnection
     do {
       connection = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        .connectTimeout(TimeAmount(min(keepalive.timeout, .seconds(10))))
         .channelOption(.tcpOption(.tcp_nodelay), value: 1)
         .channelOption(.maxMessagesPerRead, value: ConnectionReads.maxMessagesPerRead)
         .channelOption(.recvAllocator, value: ConnectionReads.receiveBuffers)

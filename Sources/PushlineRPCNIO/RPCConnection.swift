@@ -146,9 +146,18 @@ public final class RPCConnection: Sendable {
   }
 
   /// Sends a PING and waits for its PONG: a round trip through the server's connection.
+  ///
+  /// - Throws: `CancellationError` when the task is cancelled first: a server that stopped
+  ///   answering holds its caller no longer than that.
   public func ping() async throws {
     let payload = (0..<8).map { _ in UInt8.random(in: 0...255) }
-    try await withCheckedThrowingContinuation { pong in onLoop { $0.ping(payload: payload, pong) } }
+    let handle = CallHandle()
+    try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { pong in onLoop { $0.ping(payload: payload, unless: handle, pong) } }
+    } onCancel: {
+      handle.cancel()
+      onLoop { $0.abandonPing(payload: payload) }
+    }
   }
 
   /// Cancels the call of `handle`: a CANCEL to the server once it has started, none at all if

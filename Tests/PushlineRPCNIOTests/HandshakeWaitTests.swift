@@ -1,13 +1,15 @@
 import NIOCore
 import NIOEmbedded
 import PushlineRPC
+import PushlineSchema
+import PushlineWire
 import Testing
 
 @testable import PushlineRPCNIO
 
 /// A server that never answers the handshake holds a client neither past its cancellation nor
 /// past its keepalive timeout — even one that keeps the connection from going quiet with
-/// frames of unknown kinds.
+/// frames of unknown kinds; nor does one that never answers a PING.
 @Suite("Waiting for the handshake")
 struct HandshakeWaitTests {
   /// `pushline watch` told to stop (SIGTERM) while its server has not answered stops at once.
@@ -30,6 +32,30 @@ struct HandshakeWaitTests {
       do {
         while true { _ = try await server.next() }  // never answers, until the client has gone
       } catch {}
+    }
+  }
+
+  /// `pushline ping --timeout` against a server that answered its handshake and then stalled:
+  /// the PING's wait ends at its cancellation, not at the keepalive timeout.
+  @Test(.timeLimit(.minutes(1))) func aPingNeverAnsweredEndsAtItsCancellation() async throws {
+    let (pinged, reportPinged) = AsyncStream<Void>.makeStream()
+    try await RawServer.run { port in
+      let keepalive = RPCClient.Keepalive(interval: .seconds(600), timeout: .seconds(600))
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port, keepalive: keepalive) { connection in
+        _ = try await connection.handshake()
+        let ping = Task { try await connection.ping() }
+        var iterator = pinged.makeAsyncIterator()
+        await iterator.next()
+        ping.cancel()
+        await #expect(throws: CancellationError.self) { try await ping.value }
+      }
+    } serve: { server in
+      try await server.send(ConnectionPreface().bytes + Frame(kind: .handshake, callID: 0, payload: ServerHello(version: 1).serializedBytes()).bytes)
+      do {
+        while true {
+          if case .frame(let frame) = try await server.next(), frame.kind == .ping { reportPinged.yield() }
+        }
+      } catch {}  // until the client has gone
     }
   }
 
