@@ -141,6 +141,40 @@ final class DataDirectory: Sendable {
     guard fsync(directory) == 0 else { throw DataDirectoryError(action: "sync", path: path, errno: errno) }
   }
 
+  /// The file that says a start found the database's write-ahead log missing or empty and
+  /// stopped before the database recorded what that means (``noteMissingLog()``).
+  private static let missingLogFile = "broker.log-missing"
+
+  /// Whether a start found the database's log missing, and stopped before the database
+  /// recorded what that means.
+  var hasMissingLogNote: Bool {
+    var status = stat()
+    return fstatat(directory, Self.missingLogFile, &status, AT_SYMLINK_NOFOLLOW) == 0
+  }
+
+  /// Notes, durably, that the database's log is missing at this start, before the database is
+  /// opened: opening it writes a log of its own, which a start killed next would leave behind
+  /// to read as the lost one.
+  ///
+  /// - Throws: ``DataDirectoryError`` when the note cannot be written.
+  func noteMissingLog() throws(DataDirectoryError) {
+    let file = openat(directory, Self.missingLogFile, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o644)
+    guard file >= 0 else { throw DataDirectoryError(action: "create", path: "\(path)/\(Self.missingLogFile)", errno: errno) }
+    close(file)
+    guard fsync(directory) == 0 else { throw DataDirectoryError(action: "sync", path: path, errno: errno) }
+  }
+
+  /// Removes the note of ``noteMissingLog()``, once the database records what the missing log
+  /// meant.
+  ///
+  /// - Throws: ``DataDirectoryError`` when it cannot be removed.
+  func clearMissingLogNote() throws(DataDirectoryError) {
+    guard unlinkat(directory, Self.missingLogFile, 0) == 0 || errno == ENOENT else {
+      throw DataDirectoryError(action: "remove", path: "\(path)/\(Self.missingLogFile)", errno: errno)
+    }
+    guard fsync(directory) == 0 else { throw DataDirectoryError(action: "sync", path: path, errno: errno) }
+  }
+
   /// Makes the directory at `path` and its missing parents, as `mkdir -p` does; the system's
   /// reason, naming the directory that could not be made, when it cannot (Foundation's
   /// `createDirectory` loses the reason). A directory that exists is taken as it is, whatever

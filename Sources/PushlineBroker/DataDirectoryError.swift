@@ -8,7 +8,7 @@ import Darwin
 /// locked or written: what the system said, as an operator reads it (`cannot create
 /// /var/lib/pushline: Permission denied`).
 public struct DataDirectoryError: Error, Hashable, Sendable, CustomStringConvertible {
-  /// What could not be done: `create`, `open`, `lock`, `write`, `rename` or `sync`.
+  /// What could not be done: `create`, `open`, `lock`, `write`, `rename`, `remove` or `sync`.
   public var action: String
   /// The directory (or the first of its parents) that could not be made, or the file.
   public var path: String

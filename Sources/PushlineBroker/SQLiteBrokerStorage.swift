@@ -141,9 +141,9 @@ public final class SQLiteBrokerStorage: BrokerStorage {
   ///   - logger: where a record of the run that could not be written while the broker runs is
   ///     reported.
   /// - Throws: ``DataDirectoryInUseError`` when another broker still holds the directory;
-  ///   ``DataDirectoryError`` when the directory cannot be created or locked, or its record of
-  ///   runs (`broker.run`) read or written; GRDB's error when the database cannot be opened or
-  ///   migrated.
+  ///   ``DataDirectoryError`` when the directory cannot be created or locked, its record of
+  ///   runs (`broker.run`) read or written, or its note of a missing log (`broker.log-missing`)
+  ///   written or removed; GRDB's error when the database cannot be opened or migrated.
   public init(
     directory: String, lockTimeout: Duration = .seconds(5), renumberingInterval: Duration = .seconds(60),
     logger: Logger = Logger(label: "pushline.storage")
@@ -152,7 +152,11 @@ public final class SQLiteBrokerStorage: BrokerStorage {
     self.logger = logger
     held = try DataDirectory(path: directory, waiting: lockTimeout)
     let path = (directory as NSString).appendingPathComponent("broker.sqlite")
-    let logKept = Self.hasContent(atPath: path + "-wal")  // Before the pool opens, which makes one.
+    // Before the pool opens, which writes a log of its own: a start killed after that would
+    // leave one behind that passes for the lost log, so a missing log is noted first, and the
+    // note stands until the database records what it meant (below).
+    let logKept = Self.hasContent(atPath: path + "-wal") && !held.hasMissingLogNote
+    if !logKept { try held.noteMissingLog() }
     var configuration = Configuration()
     configuration.prepareDatabase { db in
       try db.execute(sql: "PRAGMA page_size = 16384")  // Before WAL mode, so a new file takes it.
@@ -209,6 +213,9 @@ public final class SQLiteBrokerStorage: BrokerStorage {
       try db.execute(
         sql: "INSERT OR REPLACE INTO brokerRun (id, unclosed, run) VALUES (1, ?, ?)", arguments: [renewal == nil ? 1 : 2, thisRun])
     }
+    // The log now holds this start's mark: a crash from here on leaves a log that tells the
+    // next start what it needs to know.
+    if !logKept { try held.clearMissingLogNote() }
     do {
       // After the database holds the run: a crash in between leaves the directory's record
       // behind the database's, which is no renewal.

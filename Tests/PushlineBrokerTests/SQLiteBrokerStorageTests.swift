@@ -105,6 +105,53 @@ struct SQLiteBrokerStorageTests {
     #expect(retry.replayed == true && retry.epoch == next.epoch)
   }
 
+  /// A start that finds the log lost and is killed before the database records it — after the
+  /// database opened, which writes a log of its own — leaves that log behind, and its note of
+  /// the missing log: the next start renews every epoch all the same, rather than take the new
+  /// log for the lost one and give the lost offsets out again in the epoch clients saw them in.
+  @Test func aStartKilledAfterFindingTheLogLostLeavesTheNextToRenew() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let database = directory + "/broker.sqlite", crashImage = directory + "/image.sqlite"
+    let seen: PublishResponse
+    do {
+      let broker = try await open()
+      try await broker.publish("t", [card("a", 1)])
+      try await Self.databaseQueue(database).writeWithoutTransaction { _ = try $0.checkpoint(.full) }
+      // The file and the record of runs as a crash leaves them (a crash numbers no run at its
+      // close): the record alone does not tell this file from the crashed run's.
+      try FileManager.default.copyItem(atPath: database, toPath: crashImage)
+      try FileManager.default.copyItem(atPath: directory + "/broker.run", toPath: crashImage + ".run")
+      seen = try await broker.publish("t", [card("b", 1)])
+    }
+    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
+    try FileManager.default.moveItem(atPath: crashImage, toPath: database)
+    try FileManager.default.removeItem(atPath: directory + "/broker.run")
+    try FileManager.default.moveItem(atPath: crashImage + ".run", toPath: directory + "/broker.run")
+    // The killed start, as far as it got: the directory taken, the note written, the database
+    // opened (GRDB writes into a new log as it turns WAL mode on), then nothing: its files,
+    // copied while it holds them, are what a SIGKILL leaves.
+    let left = directory + "/left"
+    do {
+      let held = try DataDirectory(path: directory, waiting: .seconds(5))
+      try held.noteMissingLog()
+      let killed = try DatabasePool(path: database)
+      try FileManager.default.createDirectory(atPath: left, withIntermediateDirectories: false)
+      for name in ["broker.sqlite", "broker.sqlite-wal", "broker.run", "broker.log-missing"] {
+        try FileManager.default.copyItem(atPath: directory + "/" + name, toPath: left + "/" + name)
+      }
+      try killed.close()
+    }
+    let log = try FileManager.default.attributesOfItem(atPath: left + "/broker.sqlite-wal")[.size] as? Int
+    #expect((log ?? 0) > 0)
+
+    let storage = try SQLiteBrokerStorage(directory: left)
+    #expect(storage.epochRenewal == .writeAheadLogLost)
+    #expect(!FileManager.default.fileExists(atPath: left + "/broker.log-missing"))
+    let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
+    let next = try await broker.publish("t", [card("c", 1)])
+    #expect(next.epoch != seen.epoch)
+  }
+
   /// A backup restored over the database — a copy taken after a clean stop, while later runs
   /// gave out more offsets — is older than the directory's last run: every topic gets a new
   /// epoch, rather than the offsets clients saw given out again to other changes.
