@@ -256,7 +256,9 @@ extension Broker {
   private func takePendingBatch() -> (StorageBatch, [PendingPublish])? {
     let now = configuration.nowMillis()
     let window = configuration.idempotencyWindowMillis
-    typealias Taken = (publishes: [PendingPublish], prunes: [TombstonePrune], newEpochs: [String: Int64], oldestKept: Int64?)
+    typealias Taken = (
+      publishes: [PendingPublish], prunes: [TombstonePrune], newEpochs: [String: Int64], oldestKept: Int64?, recordedAt: Int64
+    )
     let taken = intake.withLock { intake -> Taken? in
       guard !intake.publishes.pending.isEmpty || !intake.pendingPrunes.isEmpty || !intake.pendingNewEpochs.isEmpty else {
         intake.isCommitting = false
@@ -269,9 +271,13 @@ extension Broker {
         (intake.failedPrunes, intake.failedNewEpochs) = ([:], [:])
       }
       defer { (intake.pendingPrunes, intake.pendingNewEpochs) = ([], [:]) }
-      return (intake.publishes.startCommitting(), prunes, newEpochs, intake.publishRecords.oldestCommitMillis)
+      // Records are stamped in commit order, never before the last, even when the wall clock
+      // steps back: storage forgets them by their stamps, memory in commit order, and the two
+      // must agree (or storage forgets, within the window, records that memory keeps).
+      let recordedAt = max(now, intake.publishRecords.newestCommitMillis ?? .min)
+      return (intake.publishes.startCommitting(), prunes, newEpochs, intake.publishRecords.oldestCommitMillis, recordedAt)
     }
-    guard let (publishes, prunes, newEpochs, oldestKept) = taken else { return nil }
+    guard let (publishes, prunes, newEpochs, oldestKept, recordedAt) = taken else { return nil }
     var batch = StorageBatch()
     batch.topics.reserveCapacity(publishes.count)
     var topicIndex: [String: Int] = [:]
@@ -290,7 +296,7 @@ extension Broker {
       if let key = publishes[position].idempotencyKey, let first = records.first, let last = records.last {
         batch.publishRecords.append(
           PublishRecord(
-            topic: topic, key: key, epoch: epoch, firstOffset: first.offset, lastOffset: last.offset, committedAtMillis: now,
+            topic: topic, key: key, epoch: epoch, firstOffset: first.offset, lastOffset: last.offset, committedAtMillis: recordedAt,
             fingerprint: PublishFingerprint(of: records).value))
       }
     }

@@ -24,6 +24,9 @@ struct PublishRecords {
   /// When the oldest record kept was committed; `nil` when none is.
   var oldestCommitMillis: Int64? { chunks.first?[head].committedAtMillis }
 
+  /// When the newest record kept was committed; `nil` when none is.
+  var newestCommitMillis: Int64? { chunks.last?.last?.committedAtMillis }
+
   /// The record of `key`, if it was committed at or after `cutoff`.
   func record(of key: Broker.PublishRecordKey, committedSince cutoff: Int64) -> PublishRecord? {
     guard let record = records[key], record.committedAtMillis >= cutoff else { return nil }

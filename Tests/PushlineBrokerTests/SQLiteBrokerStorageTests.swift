@@ -613,6 +613,23 @@ struct SQLiteBrokerStorageTests {
     #expect(retry.replayed == true && retry.firstOffset == young.firstOffset)
   }
 
+  /// A wall clock stepped back (NTP, a virtual machine resumed) does not make storage forget,
+  /// within its window, a record that memory keeps: a retry after a restart is still a replay.
+  @Test func aClockSteppedBackForgetsNoRecordWithinItsWindow() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let published: PublishResponse
+    do {
+      let broker = try await open()
+      try await broker.publish("t", [card("a", 1)], key: "a")
+      clock.advance(by: .seconds(-1))
+      published = try await broker.publish("t", [card("b", 1)], key: "b")
+      try await broker.publish("t", [card("c", 1)])  // a commit that forgets what has expired
+    }
+    let restarted = try await open()
+    let retry = try await restarted.publish("t", [card("b", 1)], key: "b")
+    #expect(retry.replayed == true && retry.firstOffset == published.firstOffset)
+  }
+
   /// Storage forgets the records memory forgot past the most kept, though still in their window.
   @Test func recordsPastTheMostKeptAreDeleted() async throws {
     defer { try? FileManager.default.removeItem(atPath: directory) }
