@@ -6,7 +6,8 @@ import PushlineWire
 /// Ends connections that have gone quiet, and keeps quiet healthy ones proving themselves.
 ///
 /// - **Read timeout**: when nothing has been received for a whole period of `readTimeout`,
-///   the handler sends GOAWAY UNAVAILABLE "idle" and closes — so a dead peer, or one that sent
+///   the handler sends GOAWAY UNAVAILABLE "idle" (naming the highest call the peer started as
+///   the last served) and closes — so a dead peer, or one that sent
 ///   half a frame and stopped, is gone after between one and two periods of silence (and two
 ///   seconds more at most, for a peer that does not read the GOAWAY). Servers use
 ///   it as their idle timeout; clients as the keepalive deadline that declares a server dead.
@@ -36,6 +37,10 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
   /// this side's doing, not the peer's.
   private var readsHeld = false
   private var wroteSinceCheck = false
+  /// The highest call the peer started (a server's handler sees its client's CALL_STARTs; a
+  /// client's, none): what the idle GOAWAY names as the last call served, so that the client
+  /// does not take calls the server ran for calls it never served, and retry them.
+  private var highestCallStarted: UInt32 = 0
   private var readCheck: NIOScheduledCallback?
   private var pingCheck: NIOScheduledCallback?
   private var context: ChannelHandlerContext?
@@ -68,6 +73,9 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
 
   public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
     readSinceCheck = true
+    if case .frame(let frame) = unwrapInboundIn(data), frame.kind == .callStart {
+      highestCallStarted = max(highestCallStarted, frame.callID)
+    }
     context.fireChannelRead(data)
   }
 
@@ -151,7 +159,7 @@ public final class IdleConnectionHandler: ChannelDuplexHandler, RemovableChannel
     guard let readTimeout, context.channel.isActive else { return }
     guard readSinceCheck || readsHeld else {
       stopChecks()
-      var goAway = GoAway(lastCallID: 0)
+      var goAway = GoAway(lastCallID: highestCallStarted)
       goAway.code = StatusCode.unavailable.rawValue
       goAway.message = "idle: nothing received for \(readTimeout.nanoseconds / 1_000_000_000) s"
       let channel = context.channel

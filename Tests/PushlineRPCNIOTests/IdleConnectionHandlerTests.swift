@@ -30,6 +30,24 @@ struct IdleConnectionHandlerTests {
     #expect(!channel.isActive)
   }
 
+  /// The idle GOAWAY names the highest call the peer started as the last one served: its
+  /// client then takes the calls it had open for calls the server ran — not for calls never
+  /// served, which it would retry.
+  @Test func theIdleGoAwayNamesTheLastCallThePeerStarted() throws {
+    let channel = try Self.channel(read: .seconds(75))
+    for callID: UInt32 in [3, 7, 5] {
+      let start = Frame(kind: .callStart, callID: callID, payload: CallStart(method: "/test.Echo/Echo").serializedBytes())
+      try channel.writeInbound(ConnectionElement.frame(start))
+      _ = try channel.readInbound(as: ConnectionElement.self)
+    }
+    channel.embeddedEventLoop.advanceTime(by: .seconds(150))
+    guard case .frame(let frame)? = try channel.readOutbound(as: ConnectionElement.self), frame.kind == .goAway else {
+      Issue.record("expected a GOAWAY")
+      return
+    }
+    #expect(try GoAway(serializedBytes: frame.payload).lastCallID == 7)
+  }
+
   /// A peer that reads nothing cannot keep the connection by not taking its GOAWAY.
   @Test func aSilentPeerThatReadsNothingIsClosedWithoutItsGoAway() throws {
     let channel = EmbeddedChannel()
