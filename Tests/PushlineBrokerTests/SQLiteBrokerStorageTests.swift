@@ -74,24 +74,37 @@ struct SQLiteBrokerStorageTests {
     #expect(updates.first?.isSnapshot == true)
   }
 
-  /// A crashed broker's database whose write-ahead log was then deleted (or restored without
-  /// it) lost the commits since its last checkpoint: their offsets would be given out again in
-  /// the epoch clients saw them in, so every topic gets a new epoch, and a client's position in
-  /// the old one is answered with a snapshot.
-  @Test func aCrashedDatabaseWithoutItsLogRenewsEveryEpoch() async throws {
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    let database = directory + "/broker.sqlite", crashImage = directory + "/image.sqlite"
+  /// A broker that publishes "a" (with key "k") and then "b" to topic "t", its database file
+  /// checkpointed in between, crashes; its log is then lost: the file is put back as the crash
+  /// left it before "b", and the record of runs too, if `keepingTheRecordOfRuns` (a crash
+  /// numbers no run at its close). Returns the publish of "b", which the directory lost.
+  func crashLosingTheLog(keepingTheRecordOfRuns: Bool) async throws -> PublishResponse {
+    let database = directory + "/broker.sqlite", crashImage = directory + "/image.sqlite", record = directory + "/broker.run"
     let seen: PublishResponse
     do {
       let broker = try await open()
       try await broker.publish("t", [card("a", 1)], key: "k")
       try await Self.databaseQueue(database).writeWithoutTransaction { _ = try $0.checkpoint(.full) }  // as SQLite's own do
       try FileManager.default.copyItem(atPath: database, toPath: crashImage)  // the file, as a crash leaves it
+      if keepingTheRecordOfRuns { try FileManager.default.copyItem(atPath: record, toPath: crashImage + ".run") }
       seen = try await broker.publish("t", [card("b", 1)])
     }
     for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
     try FileManager.default.moveItem(atPath: crashImage, toPath: database)
+    if keepingTheRecordOfRuns {
+      try FileManager.default.removeItem(atPath: record)
+      try FileManager.default.moveItem(atPath: crashImage + ".run", toPath: record)
+    }
+    return seen
+  }
 
+  /// A crashed broker's database whose write-ahead log was then deleted (or restored without
+  /// it) lost the commits since its last checkpoint: their offsets would be given out again in
+  /// the epoch clients saw them in, so every topic gets a new epoch, and a client's position in
+  /// the old one is answered with a snapshot.
+  @Test func aCrashedDatabaseWithoutItsLogRenewsEveryEpoch() async throws {
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let seen = try await crashLosingTheLog(keepingTheRecordOfRuns: false)
     let storage = try SQLiteBrokerStorage(directory: directory)
     #expect(storage.epochRenewal == .writeAheadLogLost)
     let broker = try await Broker(storage: storage, configuration: BrokerConfiguration(nowMillis: clock.function))
@@ -111,22 +124,10 @@ struct SQLiteBrokerStorageTests {
   /// log for the lost one and give the lost offsets out again in the epoch clients saw them in.
   @Test func aStartKilledAfterFindingTheLogLostLeavesTheNextToRenew() async throws {
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    let database = directory + "/broker.sqlite", crashImage = directory + "/image.sqlite"
-    let seen: PublishResponse
-    do {
-      let broker = try await open()
-      try await broker.publish("t", [card("a", 1)])
-      try await Self.databaseQueue(database).writeWithoutTransaction { _ = try $0.checkpoint(.full) }
-      // The file and the record of runs as a crash leaves them (a crash numbers no run at its
-      // close): the record alone does not tell this file from the crashed run's.
-      try FileManager.default.copyItem(atPath: database, toPath: crashImage)
-      try FileManager.default.copyItem(atPath: directory + "/broker.run", toPath: crashImage + ".run")
-      seen = try await broker.publish("t", [card("b", 1)])
-    }
-    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
-    try FileManager.default.moveItem(atPath: crashImage, toPath: database)
-    try FileManager.default.removeItem(atPath: directory + "/broker.run")
-    try FileManager.default.moveItem(atPath: crashImage + ".run", toPath: directory + "/broker.run")
+    let database = directory + "/broker.sqlite"
+    // The record of runs as the crash left it too: it alone does not tell the file from the
+    // crashed run's.
+    let seen = try await crashLosingTheLog(keepingTheRecordOfRuns: true)
     // The killed start, as far as it got: the directory taken, the note written, the database
     // opened (GRDB writes into a new log as it turns WAL mode on), then nothing: its files,
     // copied while it holds them, are what a SIGKILL leaves.
