@@ -9,11 +9,13 @@ import Synchronization
 ///
 /// Validation: a card is shown when the service marked it valid, it has not expired by the
 /// client's clock corrected for the broker's, and its payload is handled by an enabled
-/// plugin. The correction is the latest update's server time minus the client's clock, held
-/// within ±24 h (``maximumSkewMillis``): a broker further off is a broken clock, and a time it
-/// sends should not make every card expire, or none. A server time so far from the client's
-/// clock that the difference does not fit in `Int64` is ignored, and the previous correction
-/// kept. Ranking: priority, highest first (a NaN lowest), then cardID, then topic — deterministic.
+/// plugin. The correction is the broker's clock minus the client's, read from the handshake's
+/// and the updates' server times (a time that may be old, a snapshot's or a complete update's
+/// with changes, only ever raises it: see ``correct(_:by:)``), held within ±24 h
+/// (``maximumSkewMillis``): a broker further off is a broken clock, and a time it sends should
+/// not make every card expire, or none. A server time so far from the client's clock that the
+/// difference does not fit in `Int64` is ignored, and the previous correction kept. Ranking:
+/// priority, highest first (a NaN lowest), then cardID, then topic — deterministic.
 /// Status: the last card that arrived asking to force the switch, while it stays, still asks, and is valid;
 /// otherwise the highest `statusModePriority` (then priority, then the ranking). A tracker
 /// started from a cache takes its cards as arriving then: the last of them to arrive that asks
@@ -76,9 +78,12 @@ public final class TrackerDataManager: Sendable {
     var announced: [String: Version] = [:]
     var privacy = false
     var connection = ConnectionState()
-    /// Broker clock minus client clock, from the latest handshake's or update's server time;
-    /// within ±``TrackerDataManager/maximumSkewMillis``.
+    /// Broker clock minus client clock, from the handshake's and updates' server times (see
+    /// ``TrackerDataManager/correct(_:by:)``); within ±``TrackerDataManager/maximumSkewMillis``.
     var skewMillis: Int64 = 0
+    /// Whether `skewMillis` was measured, by this run or (stored) an earlier one, rather than
+    /// assumed: an early server time may raise a measured correction only, but is better than none.
+    var isSkewMeasured = false
     var modes = TrackerModes.empty
     /// Counts applies; `modes` reflects the cache as of `publishedGeneration`.
     var generation = 0
@@ -115,7 +120,9 @@ public final class TrackerDataManager: Sendable {
     self.configuration = configuration
     plugins = Dictionary(configuration.plugins.map { ($0.kind, $0) }, uniquingKeysWith: { first, _ in first })
     // The last correction stored: a client restarted offline expires cards by the broker's clock.
-    if let skew = cache.clockSkewMillis { state.withLock { $0.skewMillis = max(-Self.maximumSkewMillis, min(skew, Self.maximumSkewMillis)) } }
+    if let skew = cache.clockSkewMillis {
+      state.withLock { ($0.skewMillis, $0.isSkewMeasured) = (max(-Self.maximumSkewMillis, min(skew, Self.maximumSkewMillis)), true) }
+    }
     // A contact after now (the clock was set back) counts as now.
     let offlineSince = lastContactMillis().map { min($0, configuration.nowMillis()) }
     state.withLock { $0.connection.offlineSinceMillis = offlineSince }
@@ -196,7 +203,14 @@ public final class TrackerDataManager: Sendable {
     var topic: String
     var epoch: Int64
     var outcome: TopicCache.Outcome
-    var skewMillis: Int64?
+    var skew: SkewSample?
+  }
+
+  /// The broker's clock minus the client's as one server time gives it, and whether that time
+  /// was read as it was sent (``isSentNow(_:)``) or may be older.
+  private struct SkewSample {
+    var millis: Int64
+    var isCurrent: Bool
   }
 
   /// Applies updates from the broker to the cache and announces new bulletins at once; the
@@ -217,16 +231,19 @@ public final class TrackerDataManager: Sendable {
       }
       return Step(
         topic: update.topic, epoch: update.epoch, outcome: cache.apply(verified, receivedAtMillis: now),
-        skewMillis: update.serverTimeMillis.flatMap { Self.skew(serverTimeMillis: $0, nowMillis: now) })
+        skew: update.serverTimeMillis.flatMap { Self.skew(serverTimeMillis: $0, nowMillis: now) }.map {
+          SkewSample(millis: $0, isCurrent: Self.isSentNow(update))
+        })
     }
     let (bulletins, bulletinObservers, schedule, flush) = state.withLock { state in
-      if let skew = steps.last(where: { $0.skewMillis != nil })?.skewMillis { cache.noteClockSkew(skew) }
+      let bulletins = take(steps, into: &state, nowMillis: now)
+      if steps.contains(where: { $0.skew != nil }) { cache.noteClockSkew(state.skewMillis) }
       let flush = !state.isFlushScheduled
       state.isFlushScheduled = true
       state.generation += 1
       let schedule = !state.isPublishScheduled && !state.modeObservers.isEmpty
       if schedule { state.isPublishScheduled = true }
-      return (take(steps, into: &state, nowMillis: now), Array(state.bulletinObservers.values), schedule, flush)
+      return (bulletins, Array(state.bulletinObservers.values), schedule, flush)
     }
     if flush {
       Task {
@@ -256,7 +273,7 @@ public final class TrackerDataManager: Sendable {
     var order = 0
     for step in steps {
       let topic = step.topic
-      if let skew = step.skewMillis { state.skewMillis = skew }
+      if let skew = step.skew { Self.correct(&state, by: skew) }
       // A card that leaves is forgotten: announced again if it comes back, and no memory of
       // it kept; nor does it force the status mode if it comes back without asking. A
       // snapshot may start a new epoch, whose offsets say nothing of the old one's.
@@ -297,7 +314,7 @@ public final class TrackerDataManager: Sendable {
   /// arrives expire by the broker's clock, not a wrong local one.
   public func correctClock(serverTimeMillis: Int64) {
     guard let skew = Self.skew(serverTimeMillis: serverTimeMillis, nowMillis: configuration.nowMillis()) else { return }
-    state.withLock { $0.skewMillis = skew }
+    state.withLock { Self.correct(&$0, by: SkewSample(millis: skew, isCurrent: true)) }
     cache.noteClockSkew(skew)
     publish()
   }
@@ -324,6 +341,25 @@ public final class TrackerDataManager: Sendable {
   private static func skew(serverTimeMillis: Int64, nowMillis: Int64) -> Int64? {
     let (difference, overflow) = serverTimeMillis.subtractingReportingOverflow(nowMillis)
     return overflow ? nil : min(max(difference, -maximumSkewMillis), maximumSkewMillis)
+  }
+
+  /// Whether `update`'s server time is the broker's clock as it was sent (PROTOCOL.md 3.3):
+  /// a watermark's, or an update's short of complete (a live piece, a middle part of a snapshot
+  /// or catch-up). A snapshot's (its first part's too) is when it was made; so is a complete
+  /// update's with changes that newer ones follow — the last part of a snapshot or catch-up,
+  /// which looks like a live update that left nothing queued.
+  private static func isSentNow(_ update: TopicUpdate) -> Bool {
+    !update.isSnapshot && (update.changes.isEmpty || !update.isComplete)
+  }
+
+  /// Takes `sample` into the correction. A time read as it was sent (the handshake's, or as
+  /// ``isSentNow(_:)`` tells) sets it either way, so a client clock that was moved is followed.
+  /// One that may be older can only be early, giving too low a skew: it raises a measured
+  /// correction and never lowers it — a catch-up that waited behind a slow connection had
+  /// pulled it back by the wait, showing expired cards and announcing expired bulletins.
+  private static func correct(_ state: inout State, by sample: SkewSample) {
+    state.skewMillis = sample.isCurrent || !state.isSkewMeasured ? sample.millis : max(state.skewMillis, sample.millis)
+    state.isSkewMeasured = true
   }
 
   /// A "verified at" time (the broker's clock) by the client's: the inverse shift of the

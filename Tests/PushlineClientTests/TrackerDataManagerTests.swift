@@ -52,6 +52,31 @@ struct TrackerDataManagerTests {
     #expect(tracker.modes.browse.isEmpty)
   }
 
+  /// A server time that may be old does not pull the correction back: a catch-up's complete
+  /// last part that newer changes follow keeps the time the catch-up was made at (PROTOCOL.md
+  /// 3.3), here 20 s before it arrives. Its bulletin and card, expired 5 s ago by the broker's
+  /// clock, are neither announced nor shown, and the correction stays at 0 (it had become
+  /// −20 s, bringing them back).
+  @Test func anOldServerTimeDoesNotPullTheCorrectionBack() async throws {
+    let tracker = try tracker()
+    var bulletins = tracker.bulletins().makeAsyncIterator()
+    var snapshot = update("earnings", from: 1, [], snapshot: true)
+    snapshot.serverTimeMillis = clock.now
+    tracker.apply([snapshot])
+    clock.advance(by: .seconds(20))
+    let expired = (clock.now - 5000) / 1000
+    var catchUp = update("earnings", from: 2, [
+      card("trip-done", priority: 0, kind: .recentTrips, type: .bulletin, expiresAt: expired), card("today", priority: 1, expiresAt: expired),
+    ])
+    (catchUp.serverTimeMillis, catchUp.complete) = (clock.now - 20_000, true)
+    tracker.apply([catchUp])
+    tracker.refresh()
+    #expect(tracker.modes.browse.isEmpty)
+    #expect(abs(try #require(tracker.cache.clockSkewMillis)) < 1000)
+    tracker.apply([update("earnings", from: 4, [card("next", priority: 0, kind: .recentTrips, type: .bulletin)])])
+    #expect(await bulletins.next()?.card.cardID == "next")  // not "trip-done"
+  }
+
   /// "Verified at" is told by the client's clock, as the tracker's other times are: the
   /// broker's watermark time, an hour behind the client's clock, less the correction.
   @Test func verifiedAtIsByTheClientsClock() throws {
