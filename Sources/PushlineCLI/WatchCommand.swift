@@ -83,13 +83,15 @@ struct WatchCommand: AsyncParsableCommand {
     let watcher = TrackerWatcher(
       tracker: tracker, title: "\(followed.joined(separator: ", ")) on \(server)", plain: plain, nowMillis: WallClock.systemMillis,
       output: output)
-    await withTaskGroup(of: Void.self) { group in
-      group.addTask { await manager.run() }
-      group.addTask { await watcher.run() }
-      group.addTask { await stop() }
-      _ = await group.next()
+    // Whether the manager ended first, on its own: every run ends stopped, a cancelled one too.
+    let stoppedForGood = await withTaskGroup(of: Bool.self) { group in
+      group.addTask { await manager.run(); return true }
+      group.addTask { await watcher.run(); return false }
+      group.addTask { await stop(); return false }
+      let first = await group.next() ?? false
       group.cancelAll()
+      return first
     }
-    if case .stopped(let reason) = manager.connectionState.phase { throw CommandFailure("stopped: \(reason)") }
+    if stoppedForGood, case .stopped(let reason) = manager.connectionState.phase { throw CommandFailure("stopped: \(reason)") }
   }
 }

@@ -13,9 +13,17 @@ import Synchronization
 /// retried ever more slowly, while a live connection that drops is retried at once; a
 /// retry-after hint the broker gives is honoured up to
 /// ``Backoff/maximumHint``. It stops for good only when the broker refuses the token, the
-/// topics or the protocol version (statuses that a retry cannot fix). Its state reaches the
-/// tracker (and so the UI).
+/// topics or the protocol version (statuses that a retry cannot fix), or when its task is
+/// cancelled; either way its state ends stopped. Its state reaches the tracker (and so the UI).
 public final class ConnectionManager: Sendable {
+  /// The state streams of ``stateUpdates()``, until ``run()`` ends and finishes them.
+  private struct Observers {
+    var streams: [Int: AsyncStream<ConnectionState>.Continuation] = [:]
+    var next = 0
+    /// `run()` has ended: a stream asked for now gets the final state and ends.
+    var isFinished = false
+  }
+
   private let connector: any TrackerConnector
   private let services: [ServiceDataManager]
   private let tracker: TrackerDataManager
@@ -24,8 +32,7 @@ public final class ConnectionManager: Sendable {
   private let sleep: @Sendable (Duration) async throws -> Void
   private let unitRandom: @Sendable () -> Double
   private let state: Mutex<ConnectionState>
-  private let observers = Mutex<[Int: AsyncStream<ConnectionState>.Continuation]>([:])
-  private let nextObserver = Mutex(0)
+  private let observers = Mutex(Observers())
 
   /// A manager feeding `tracker` with `services`' cards through `connector`, starting from the
   /// tracker's connection state (offline since its cache last heard from the broker, when it
@@ -50,24 +57,32 @@ public final class ConnectionManager: Sendable {
   public var connectionState: ConnectionState { state.withLock { $0 } }
 
   /// The state as it changes — connecting, live, backing off until T, stopped — each value
-  /// with the time the client went offline; starts with the current state.
+  /// with the time the client went offline; starts with the current state. The stream ends
+  /// when ``run()`` does, its last value stopped; asked for after that, it holds the final
+  /// state alone. A slow consumer gets the latest eight values (the final one among them).
   public func stateUpdates() -> AsyncStream<ConnectionState> {
     let (stream, continuation) = AsyncStream<ConnectionState>.makeStream(bufferingPolicy: .bufferingNewest(8))
-    let id = nextObserver.withLock { id in
-      defer { id += 1 }
-      return id
-    }
-    observers.withLock { observers in
-      observers[id] = continuation
+    let id = observers.withLock { observers -> Int? in
       continuation.yield(state.withLock { $0 })
+      guard !observers.isFinished else { return nil }
+      defer { observers.next += 1 }
+      observers.streams[observers.next] = continuation
+      return observers.next
     }
-    continuation.onTermination = { [weak self] _ in self?.observers.withLock { _ = $0.removeValue(forKey: id) } }
+    guard let id else {
+      continuation.finish()
+      return stream
+    }
+    continuation.onTermination = { [weak self] _ in self?.observers.withLock { _ = $0.streams.removeValue(forKey: id) } }
     return stream
   }
 
-  /// Runs until the task is cancelled or the broker refuses the client for good. A manager
-  /// with no services has nothing to keep connected: it stops at once, without connecting.
+  /// Runs until the task is cancelled or the broker refuses the client for good; call it
+  /// once. A manager with no services has nothing to keep connected: it stops at once,
+  /// without connecting. When it returns, the state is stopped — "cancelled", unless the
+  /// broker's refusal or the lack of services stopped it — and every state stream has ended.
   public func run() async {
+    defer { finish() }
     guard !services.isEmpty else { return update(.stopped(reason: "no services to keep connected")) }
     var failures = 0  // since the last live session: the backoff's exponent
     var attempts = 0  // connection attempts since the last live session, for people
@@ -133,6 +148,17 @@ public final class ConnectionManager: Sendable {
       return state
     }
     tracker.setConnection(next)
-    observers.withLock { observers in for observer in observers.values { observer.yield(next) } }
+    observers.withLock { observers in for observer in observers.streams.values { observer.yield(next) } }
+  }
+
+  /// The end of ``run()``: the state stopped (when it is not already), and every state stream
+  /// ended — outside the lock, since ending a stream calls its termination handler, which takes it.
+  private func finish() {
+    if case .stopped = connectionState.phase {} else { update(.stopped(reason: "cancelled")) }
+    let streams = observers.withLock { observers in
+      defer { (observers.streams, observers.isFinished) = ([:], true) }
+      return Array(observers.streams.values)
+    }
+    for stream in streams { stream.finish() }
   }
 }

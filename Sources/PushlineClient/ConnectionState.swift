@@ -12,7 +12,8 @@ public struct ConnectionState: Hashable, Sendable {
     case live
     /// Waiting before the next attempt, until this time (Unix milliseconds).
     case backingOff(untilMillis: Int64, reason: String)
-    /// Given up for good: the broker refused the token or the topics.
+    /// Given up for good: the broker refused the token or the topics, or the manager's run
+    /// ended (its task cancelled: the reason is "cancelled").
     case stopped(reason: String)
   }
 

@@ -22,6 +22,9 @@ final class ScriptedConnector: TrackerConnector {
     /// subscription of `topic` with `error` once another subscription has applied its first
     /// update (a ``confirmation(_:)``), which then fails with `error` too.
     case refuseSubscription(to: String, error: any Error)
+    /// Completes the handshake, answers the pulls with empty topics and each subscription with
+    /// a ``confirmation(_:)``, then sends nothing until the session is cancelled.
+    case stayLive
   }
 
   private let steps: Mutex<[Step]>
@@ -52,6 +55,7 @@ final class ScriptedConnector: TrackerConnector {
       try await body(Session(connector: self, snapshot: nil, updates: updates, error: error, pullError: pullError))
     case .refuseSubscription(let topic, let error):
       try await body(Session(connector: self, snapshot: nil, updates: [], error: error, refusal: Refusal(topic: topic, error: error)))
+    case .stayLive: try await body(Session(connector: self, snapshot: nil, updates: [], error: CancellationError(), staysLive: true))
     }
   }
 
@@ -63,6 +67,7 @@ final class ScriptedConnector: TrackerConnector {
     var handshakeError: (any Error)?
     var pullError: (any Error)?
     var refusal: Refusal?
+    var staysLive = false
 
     func established() async throws -> Int64? {
       if let handshakeError { throw handshakeError }
@@ -79,6 +84,14 @@ final class ScriptedConnector: TrackerConnector {
     func updates(from positions: [TopicPosition]) -> AsyncThrowingStream<TopicUpdate, any Error> {
       connector.requestedPositions.withLock { $0.append(positions) }
       if let refusal { return refusal.updates(from: positions) }
+      if staysLive {
+        let calls = Mutex(0)
+        return AsyncThrowingStream {
+          if calls.withLock({ $0 += 1; return $0 }) == 1 { return confirmation(positions[0].topic) }
+          await untilCancelled()
+          return nil
+        }
+      }
       let (stream, continuation) = AsyncThrowingStream<TopicUpdate, any Error>.makeStream()
       for update in updates where positions.contains(where: { $0.topic == update.topic }) { continuation.yield(update) }
       continuation.finish(throwing: error)
@@ -119,11 +132,18 @@ final class ScriptedConnector: TrackerConnector {
   }
 }
 
+/// Returns once the task is cancelled (a stream that never yields ends then).
+func untilCancelled() async {
+  let (never, continuation) = AsyncStream<Void>.makeStream()
+  for await _ in never {}
+  continuation.finish()
+}
+
 /// An update confirming position 0 of epoch 7, which a pulled empty topic has: the first
 /// update a broker sends on a subscription from there.
 func confirmation(_ topic: String = "t") -> TopicUpdate { TopicUpdate(topic: topic, epoch: 7, throughOffset: 0) }
 
-@Suite("ConnectionManager: backoff, resume, giving up")
+@Suite("ConnectionManager: backoff, resume, giving up", .timeLimit(.minutes(1)))
 struct ConnectionManagerTests {
   let clock = ManualWallClock()
 
@@ -161,10 +181,7 @@ struct ConnectionManagerTests {
     let states = manager.stateUpdates()
     await manager.run()
     var phases: [ConnectionState.Phase] = []
-    for await state in states {
-      phases.append(state.phase)
-      if state == manager.connectionState { break }
-    }
+    for await state in states { phases.append(state.phase) }
     return Run(tracker: tracker, manager: manager, sleeps: sleeps.withLock { $0 }, phases: phases)
   }
 
@@ -360,10 +377,32 @@ struct ConnectionManagerTests {
       case .connecting(let attempt): phases.append("connecting \(attempt)")
       case .live: phases.append("live")
       case .backingOff: phases.append("backing off")
-      case .stopped: phases.append("stopped")
+      case .stopped(let reason): phases.append("stopped: \(reason)")
       }
-      if phases.count == 7 { break }
     }
-    #expect(phases == ["idle", "connecting 1", "backing off", "connecting 2", "live", "backing off", "connecting 1"])
+    // The last eight, as many as the stream keeps: the first, idle, is gone.
+    #expect(phases == ["connecting 1", "backing off", "connecting 2", "live", "backing off", "connecting 1", "backing off", "stopped: cancelled"])
+  }
+
+  /// A run that ends — here its task cancelled while live — leaves the state stopped and
+  /// ends every state stream, and one asked for afterwards holds that state alone. (They had
+  /// stayed open for ever, the state "backing off".)
+  @Test func aRunThatEndsStopsAndEndsItsStateStreams() async throws {
+    let tracker = TrackerDataManager(cache: try CardCache(persistence: nil), topics: ["t"], configuration: .init(nowMillis: clock.function))
+    let manager = ConnectionManager(
+      connector: ScriptedConnector([.stayLive]), services: [ServiceDataManager(name: "svc", topic: "t")], tracker: tracker,
+      nowMillis: clock.function, sleep: { _ in try Task.checkCancellation() })
+    var states = manager.stateUpdates().makeAsyncIterator()
+    let run = Task { await manager.run() }
+    while let state = await states.next(), state.phase != .live {}
+    run.cancel()
+    await run.value
+    var last: ConnectionState?
+    while let state = await states.next() { last = state }  // ends, or the time limit fails the test
+    #expect(last?.phase == .stopped(reason: "cancelled"))
+    #expect(tracker.modes.connection.phase == .stopped(reason: "cancelled"))
+    var later: [ConnectionState.Phase] = []
+    for await state in manager.stateUpdates() { later.append(state.phase) }
+    #expect(later == [.stopped(reason: "cancelled")])
   }
 }
