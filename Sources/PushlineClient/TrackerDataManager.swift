@@ -74,7 +74,8 @@ public final class TrackerDataManager: Sendable {
 
   private struct State {
     var forced: Forced?
-    /// The version of each bulletin last announced, by ``TrackerDataManager/key(_:_:)``.
+    /// The version of each bulletin last announced, by ``TrackerDataManager/key(_:_:)``; at
+    /// start, those of the cached bulletins (``TrackerDataManager/cachedBulletins(in:topics:)``).
     var announced: [String: Version] = [:]
     var privacy = false
     var connection = ConnectionState()
@@ -128,7 +129,8 @@ public final class TrackerDataManager: Sendable {
     state.withLock { $0.connection.offlineSinceMillis = offlineSince }
     // Which card forced the status mode is not stored: the cached cards choose it again.
     let forced = Self.lastToForce(in: cache, topics: self.topics)
-    state.withLock { $0.forced = forced }
+    let announced = Self.cachedBulletins(in: cache, topics: self.topics)
+    state.withLock { ($0.forced, $0.announced) = (forced, announced) }
     publish()
   }
 
@@ -163,6 +165,22 @@ public final class TrackerDataManager: Sendable {
         (lhs.receivedAtMillis, order[lhs.topic] ?? 0, lhs.offset) < (rhs.receivedAtMillis, order[rhs.topic] ?? 0, rhs.offset)
       }
       .map { Forced(topic: $0.topic, cardID: $0.card.cardID, offset: $0.offset) }
+  }
+
+  /// The versions of the bulletins of `topics` in `cache`, by ``key(_:_:)``: a bulletin cached
+  /// before a restart was announced when it came, or not shown then, so a snapshot that brings
+  /// it again at that version announces nothing, as without the restart (bulletins are
+  /// announced once per version); a new version, or a new epoch's, is announced as ever. Cards
+  /// awaiting a snapshot in parts are left out, since they may be of the topic's epoch before.
+  private static func cachedBulletins(in cache: CardCache, topics: [String]) -> [String: Version] {
+    var versions: [String: Version] = [:]
+    for name in topics {
+      guard let topic = cache.topic(name), let epoch = topic.epoch else { continue }
+      for (cardID, cached) in topic.cards where cached.card.cardType == .bulletin && !topic.awaitingSnapshot.contains(cardID) {
+        versions[key(name, cardID)] = Version(epoch: epoch, offset: cached.offset)
+      }
+    }
+    return versions
   }
 
   /// The modes now (computed on the spot if updates arrived since the last publication).

@@ -267,6 +267,27 @@ struct TrackerDataManagerTests {
     #expect(await bulletins.next()?.card.cardID == "trip-done")  // not "next"
   }
 
+  /// Which bulletins were announced is not stored, but the cache holds them: a tracker
+  /// restarted from it announces nothing when its topic comes back as a snapshot bringing a
+  /// bulletin at the version it had (it had announced it again), and a new epoch's as ever.
+  @Test func aBulletinIsNotAnnouncedAgainAfterARestart() async throws {
+    let persistence = RecordingPersistence()
+    let configuration = TrackerDataManager.Configuration(nowMillis: clock.function)
+    let cache = try CardCache(persistence: persistence)
+    let bulletin = card("trip-done", priority: 0, kind: .recentTrips, type: .bulletin)
+    TrackerDataManager(cache: cache, topics: ["earnings"], configuration: configuration).apply([
+      update("earnings", from: 1, [bulletin], snapshot: true)
+    ])
+    try cache.flush()
+    let restarted = TrackerDataManager(cache: try CardCache(persistence: persistence), topics: ["earnings"], configuration: configuration)
+    var bulletins = restarted.bulletins().makeAsyncIterator()
+    restarted.apply([update("earnings", from: 1, [bulletin], snapshot: true)])
+    restarted.apply([update("earnings", from: 2, [card("next", priority: 0, kind: .recentTrips, type: .bulletin)])])
+    #expect(await bulletins.next()?.card.cardID == "next")  // not "trip-done"
+    restarted.apply([update("earnings", epoch: 8, from: 1, [bulletin], snapshot: true)])
+    #expect(await bulletins.next()?.card.cardID == "trip-done")
+  }
+
   @Test func privacyHidesEveryAmount() throws {
     let tracker = try tracker()
     tracker.apply([update("earnings", from: 1, [card("today", priority: 1, amount: "$123.45")], snapshot: true)])
