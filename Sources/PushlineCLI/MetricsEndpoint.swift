@@ -14,20 +14,22 @@ import Synchronization
 /// figures.
 ///
 /// The port shares the broker's descriptors, so it holds few connections and none for long
-/// (``Limits``): a client that connects and sends nothing, or thousands of them, cannot take
-/// the descriptors the broker's clients need.
+/// (``Limits``): a client that connects and sends nothing or trickles its request, or
+/// thousands of them, cannot take the descriptors the broker's clients need.
 public struct MetricsEndpoint: Service {
   /// How much of the process the port may hold.
   public struct Limits: Sendable {
     /// Connections open at once; one more is closed as soon as it is accepted.
     public var maxConnections: Int
-    /// A connection is closed when it has neither read nor written for this long.
-    public var idleTimeout: TimeAmount
+    /// A connection is closed this long after it was accepted, answered or not: a scraper
+    /// sends its request at once and reads a few kilobytes, while one that trickles its request
+    /// a byte at a time (slowloris) would otherwise keep its place as long as it likes.
+    public var timeout: TimeAmount
 
-    /// 64 connections, each idle at most 10 s: ample for scrapers, which send their request at once.
-    public init(maxConnections: Int = 64, idleTimeout: TimeAmount = .seconds(10)) {
+    /// 64 connections, each open at most 10 s: ample for scrapers.
+    public init(maxConnections: Int = 64, timeout: TimeAmount = .seconds(10)) {
       self.maxConnections = maxConnections
-      self.idleTimeout = idleTimeout
+      self.timeout = timeout
     }
   }
 
@@ -58,9 +60,12 @@ public struct MetricsEndpoint: Service {
           open.count.subtract(1, ordering: .relaxed)
           return channel.close()
         }
-        channel.closeFuture.whenComplete { _ in open.count.subtract(1, ordering: .relaxed) }
+        let deadline = channel.eventLoop.scheduleTask(in: limits.timeout) { channel.close(promise: nil) }
+        channel.closeFuture.whenComplete { _ in
+          deadline.cancel()
+          open.count.subtract(1, ordering: .relaxed)
+        }
         return channel.eventLoop.makeCompletedFuture {
-          try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: limits.idleTimeout))
           try channel.pipeline.syncOperations.configureHTTPServerPipeline()
           try channel.pipeline.syncOperations.addHandler(Handler(registry: registry))
         }
@@ -73,8 +78,8 @@ public struct MetricsEndpoint: Service {
     let count = Atomic(0)
   }
 
-  /// Answers one HTTP request on its connection, then closes it; closes it too when it is idle
-  /// too long or sends what is not HTTP (after NIO's 400).
+  /// Answers one HTTP request on its connection, then closes it; closes it too when it sends
+  /// what is not HTTP (after NIO's 400).
   final class Handler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -103,11 +108,6 @@ public struct MetricsEndpoint: Service {
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
       }
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-      if event is IdleStateHandler.IdleStateEvent { return context.close(promise: nil) }
-      context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

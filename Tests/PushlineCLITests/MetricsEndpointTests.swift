@@ -84,12 +84,12 @@ struct MetricsEndpointTests {
     #expect(head.status == "HTTP/1.1 200 OK" && head.body.isEmpty)
   }
 
-  /// The port shares the broker's descriptors: a connection that sends nothing is closed once
-  /// idle for the timeout, one that sends what is not HTTP gets 400 and is closed, and one past
-  /// the limit is closed as soon as it is accepted, while the one within it is served.
+  /// The port shares the broker's descriptors: a connection that sends nothing is closed at
+  /// the timeout, one that sends what is not HTTP gets 400 and is closed, and one past the
+  /// limit is closed as soon as it is accepted, while the one within it is served.
   @Test(.timeLimit(.minutes(1))) func connectionsAreFewAndShortLived() async throws {
     let endpoint = try await MetricsEndpoint.bind(
-      host: "127.0.0.1", port: 0, registry: PrometheusCollectorRegistry(), limits: .init(maxConnections: 1, idleTimeout: .seconds(60)))
+      host: "127.0.0.1", port: 0, registry: PrometheusCollectorRegistry(), limits: .init(maxConnections: 1, timeout: .seconds(60)))
     let port = try #require(endpoint.localAddress?.port)
     // Of two connections that send nothing, the one accepted second is closed at once; the
     // other is answered once it asks (the endpoint closes it after its response).
@@ -104,12 +104,12 @@ struct MetricsEndpointTests {
     try await endpoint.close()
 
     let idle = try await MetricsEndpoint.bind(
-      host: "127.0.0.1", port: 0, registry: PrometheusCollectorRegistry(), limits: .init(idleTimeout: .milliseconds(100)))
+      host: "127.0.0.1", port: 0, registry: PrometheusCollectorRegistry(), limits: .init(timeout: .milliseconds(100)))
     let idlePort = try #require(idle.localAddress?.port)
     #expect(try await Self.readToTheEnd(try await Self.connect(port: idlePort)).isEmpty)
     try await idle.close()
 
-    // The default limits: a loaded machine sending the garbage late meets no idle timeout.
+    // The default limits: a loaded machine sending the garbage late meets no timeout.
     let plain = try await MetricsEndpoint.bind(host: "127.0.0.1", port: 0, registry: PrometheusCollectorRegistry())
     let garbage = try await Self.connect(port: try #require(plain.localAddress?.port))
     let answer = try await garbage.executeThenClose { inbound, outbound in
@@ -120,6 +120,23 @@ struct MetricsEndpointTests {
     }
     try await plain.close()
     #expect(answer.hasPrefix("HTTP/1.1 400 Bad Request"))
+  }
+
+  /// A connection that trickles its request, a header byte at a time (slowloris), is closed at
+  /// the timeout all the same: it cannot hold its place, and the scraper's after it, for good.
+  @Test(.timeLimit(.minutes(1))) func aRequestTrickledByteByByteIsCutOffAtTheTimeout() async throws {
+    let endpoint = try await MetricsEndpoint.bind(
+      host: "127.0.0.1", port: 0, registry: PrometheusCollectorRegistry(), limits: .init(maxConnections: 1, timeout: .milliseconds(500)))
+    let port = try #require(endpoint.localAddress?.port)
+    let slow = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port).get()
+    try await slow.writeAndFlush(ByteBuffer(string: "GET /metrics HTTP/1.1\r\nX-Slow: "))
+    // Paced, not synchronised: a byte every 50 ms, until the endpoint closes the connection.
+    while slow.isActive {
+      try? await slow.writeAndFlush(ByteBuffer(string: "a"))
+      try await Task.sleep(for: .milliseconds(50))
+    }
+    #expect(try await Self.get("/metrics", port: port).status == "HTTP/1.1 200 OK")
+    try await endpoint.close()
   }
 
   static func request(_ method: String, _ path: String) -> String {
