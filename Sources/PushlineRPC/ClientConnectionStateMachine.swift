@@ -169,7 +169,10 @@ public struct ClientConnectionStateMachine: Sendable {
   /// The status of a connection the server refused with `goAway` in place of its `ServerHello`:
   /// the GOAWAY's code (UNAVAILABLE when it has none), reason and retry-after hint.
   public static func refusalStatus(of goAway: GoAway?) -> CallStatus {
-    var status = CallStatus(code: goAway?.code ?? StatusCode.unavailable.rawValue)
+    // A refusal is never OK: a GOAWAY saying so (code 0) would end the calls it refused as if
+    // served.
+    let code = goAway?.code.flatMap { $0 == StatusCode.ok.rawValue ? nil : $0 } ?? StatusCode.unavailable.rawValue
+    var status = CallStatus(code: code)
     status.message = "the server refused the connection: \(goAway?.message ?? "")"
     status.retryAfterMillis = goAway?.retryAfterMillis
     return status
@@ -187,8 +190,16 @@ public struct ClientConnectionStateMachine: Sendable {
       guard compression == .identity || configuration.compressions.contains(compression) else {
         return violation("the server chose \(compression.name), which the client did not offer", open: open)
       }
+      let limits = configuration.limits.agreed(with: hello.limits)
+      // As a server holds its clients (2.4): smaller frames would cut every request into pieces
+      // of a few bytes, and no concurrent call would leave the client unable to call at all.
+      guard limits.maxFrameSize >= ServerConnectionStateMachine.minFrameSize, limits.maxConcurrentCalls >= 1 else {
+        return violation(
+          "the server's limits (frames of \(limits.maxFrameSize) bytes, \(limits.maxConcurrentCalls) concurrent calls) are below "
+            + "\(ServerConnectionStateMachine.minFrameSize) bytes and 1 call", open: open)
+      }
       open.server = Server(
-        version: hello.version, compression: compression, limits: configuration.limits.agreed(with: hello.limits),
+        version: hello.version, compression: compression, limits: limits,
         serverTimeMillis: hello.serverTimeMillis, keepaliveIntervalMillis: hello.keepaliveIntervalMillis)
       open.handshake = .done
       return [.connectionReady(open.server)]

@@ -23,12 +23,12 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
     /// A unary caller.
     case unary(CheckedContinuation<[UInt8], any Error>)
     /// A stream's consumer, which receives the responses in batches.
-    case stream(AsyncThrowingStream<[[UInt8]], any Error>.Continuation, StreamCredit)
+    case stream(AsyncThrowingStream<[ReceivedResponse], any Error>.Continuation, StreamCredit)
     /// A pipelined call's senders, each waiting for the answer to its request.
     case pipeline(PipelineWaiters)
 
     /// Ends the call with `error`; a stream's consumer first gets the `received` responses.
-    func fail(_ error: any Error, after received: [[UInt8]] = []) {
+    func fail(_ error: any Error, after received: [ReceivedResponse] = []) {
       switch self {
       case .unary(let continuation):
         continuation.resume(throwing: error)
@@ -45,13 +45,13 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
     var handle: RPCConnection.CallHandle
     var waiter: Waiter
     var deadline: Scheduled<Void>?
-    /// Responses read and not handed over yet: a unary call's response, or a stream's
-    /// responses of the current read burst.
-    var received: [[UInt8]] = []
+    /// Responses read and not handed over yet: a unary call's response (inflated), or a
+    /// stream's responses of the current read burst (as they came).
+    var received: [ReceivedResponse] = []
 
     /// Keeps a response; true when it is the first of the burst on a stream (to hand over at
     /// the burst's end).
-    mutating func receive(_ payload: [UInt8]) -> Bool {
+    mutating func receive(_ payload: ReceivedResponse) -> Bool {
       received.append(payload)
       guard case .stream = waiter else { return false }
       return received.count == 1
@@ -235,12 +235,19 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
   /// in the window back, and its requests still waiting for room fail with `error`.
   private func removeCall(_ callID: UInt32, failingWaitingRequestsWith error: @autoclosure () -> any Error) -> Call? {
     guard let call = calls.removeValue(forKey: callID) else { return nil }
-    streamDrained(callID: callID)  // an ended stream gets nothing more: it holds no reading back
+    release(call, of: callID, failingWaitingRequestsWith: error())
+    return call
+  }
+
+  /// Lets go of what `call`, taken out of the calls, held: a stream's hold on reading (an ended
+  /// stream gets nothing more), a pipelined call's room in the window (its requests still
+  /// waiting for room fail with `error`).
+  private func release(_ call: Call, of callID: UInt32, failingWaitingRequestsWith error: @autoclosure () -> any Error) {
+    streamDrained(callID: callID)
     if case .pipeline(let waiters) = call.waiter, let pipelineWindow {
       pipelineWindow.dropQueued(of: callID, failingWith: error())
       pipelineWindow.free(waiters.unansweredCount, send: sendRequest, halfClose: halfClose)
     }
-    return call
   }
 
   /// Why a pipelined call cannot take a request: the caller cancelled it, it has been
@@ -323,26 +330,46 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
   }
 
   private func deliver(_ payload: [UInt8], compressed: Bool, callID: UInt32) {
-    var payload = payload
+    guard let index = calls.index(forKey: callID) else { return }
+    var response = ReceivedResponse(bytes: payload)
     if compressed, let server {
-      do throws(RPCError) {
-        // A flag of 1 where the handshake agreed on no compression ends the call, as a server
-        // ends one of a client's (PROTOCOL 2.9): the bytes are not what they claim.
-        guard server.compression == .deflate else {
-          throw RPCError(code: .internal, message: "a compressed message on a connection without compression")
-        }
-        payload = try Deflate.decompress(payload, limit: server.limits.maxMessageSize)
-      } catch {
-        removeCall(callID, failingWaitingRequestsWith: error)?.fail(error)
-        return execute(machine.cancel(callID: callID))
+      // A flag of 1 where the handshake agreed on no compression ends the call, as a server
+      // ends one of a client's (PROTOCOL 2.9): the bytes are not what they claim.
+      guard server.compression == .deflate else {
+        return abandon(callID, with: RPCError(code: .internal, message: "a compressed message on a connection without compression"))
       }
+      response = ReceivedResponse(bytes: payload, inflatedLimit: server.limits.maxMessageSize)
     }
-    if let waiters = pipelineWaiters(of: callID) {
-      if waiters.answer(with: payload) { pipelineWindow?.free(1, send: sendRequest, halfClose: halfClose) }
+    if case .stream = calls.values[index].waiter {
+      // In place: no copy of the call's responses per message. Inflated by the consumer.
+      if calls.changeValue(forKey: callID, { $0.receive(response) }) == true { streamsWithPending.append(callID) }
       return
     }
-    // In place: no copy of the call's responses per message.
-    if calls.changeValue(forKey: callID, { $0.receive(payload) }) == true { streamsWithPending.append(callID) }
+    let message: [UInt8]
+    do throws(RPCError) {
+      message = try response.message()
+    } catch {
+      return abandon(callID, with: error)
+    }
+    switch calls.values[index].waiter {
+    case .pipeline(let waiters):
+      if waiters.answer(with: message) { pipelineWindow?.free(1, send: sendRequest, halfClose: halfClose) }
+    case .unary where !calls.values[index].received.isEmpty:
+      // Kept, a server's further responses would pile up until its STATUS, if ever.
+      abandon(callID, with: RPCError(code: .internal, message: "a unary call answered with more than one response"))
+    case .unary, .stream:
+      calls.values[index].received.append(ReceivedResponse(bytes: message))
+    }
+  }
+
+  /// Ends `callID` on the client's side with `error`: the CANCEL first, then the call's
+  /// waiters fail — its removal frees room in the pipelined calls' window, and requests of
+  /// another call waiting for it must follow the CANCEL, which the server counts by.
+  private func abandon(_ callID: UInt32, with error: RPCError) {
+    guard let call = calls.removeValue(forKey: callID) else { return }
+    execute(machine.cancel(callID: callID))  // its end ("cancelled by the client") finds the call gone
+    release(call, of: callID, failingWaitingRequestsWith: error)
+    call.fail(error)
   }
 
   /// Stops reading while the consumer of `callID` catches up.
@@ -376,7 +403,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
       guard let call = calls[callID], case .stream(let continuation, let credit) = call.waiter, !call.received.isEmpty else { continue }
       calls.changeValue(forKey: callID) { $0.received = [] }
       continuation.yield(call.received)
-      if credit.handedOver(call.received.reduce(0) { $0 + $1.count }) { pauseReading(for: callID) }
+      if credit.handedOver(call.received.reduce(0) { $0 + $1.bytes.count }) { pauseReading(for: callID) }
     }
     streamsWithPending.removeAll(keepingCapacity: true)
   }
@@ -390,7 +417,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
       guard let response = call.received.last else {
         return continuation.resume(throwing: RPCError(code: .internal, message: "the call ended OK without a response"))
       }
-      continuation.resume(returning: response)
+      continuation.resume(returning: response.bytes)
     case .stream(let continuation, _):
       if !call.received.isEmpty { continuation.yield(call.received) }
       continuation.finish()
@@ -400,10 +427,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
   }
 
   private func deadlinePassed(callID: UInt32) {
-    let expired = RPCError(code: .deadlineExceeded, message: "the call's deadline passed")
-    guard isOpen, let call = removeCall(callID, failingWaitingRequestsWith: expired) else { return }
-    call.fail(expired)
-    execute(machine.cancel(callID: callID))
+    guard isOpen, calls[callID] != nil else { return }
+    abandon(callID, with: RPCError(code: .deadlineExceeded, message: "the call's deadline passed"))
   }
 
   /// The connection is closing: every call, ping and handshake still waiting fails with the

@@ -97,14 +97,15 @@ public final class RPCConnection: Sendable {
   ///
   /// The sequence ends when the server ends the call with OK, and throws ``RPCError`` with the
   /// status otherwise. Abandoning the iteration (or cancelling the iterating task) cancels the
-  /// call. Responses are buffered on the client as they arrive, up to 8 MiB not yet taken:
+  /// call. Responses are buffered on the client as they arrive (deflated ones as they came,
+  /// inflated as the iteration reaches them), up to 8 MiB not yet taken:
   /// past that the connection reads nothing more, for any of its calls, until the iteration
   /// has taken half — so a server sending faster than it is consumed meets backpressure.
   public func serverStreaming<Request: WireMessage, Response: WireMessage>(
     _ method: String, request: Request, response: Response.Type, timeout: Duration? = nil
   ) -> RPCResponseStream<Response> {
     let handle = CallHandle()
-    let (stream, continuation) = AsyncThrowingStream<[[UInt8]], any Error>.makeStream()
+    let (stream, continuation) = AsyncThrowingStream<[ReceivedResponse], any Error>.makeStream()
     let credit = StreamCredit { [self] in
       onLoop { handler in if let callID = handle.callID { handler.streamDrained(callID: callID) } }
     }
@@ -138,10 +139,15 @@ public final class RPCConnection: Sendable {
     }
   }
 
-  /// Half-closes the pipelined call of `handle` and waits for its end.
+  /// Half-closes the pipelined call of `handle` and waits for its end; cancelling the waiting
+  /// task cancels the call, as for every other wait on a call.
   func finish(_ handle: CallHandle) async throws {
-    try await withCheckedThrowingContinuation { ended in
-      onLoop { $0.finishPipeline(handle, ended: ended) }
+    try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { ended in
+        onLoop { $0.finishPipeline(handle, ended: ended) }
+      }
+    } onCancel: {
+      cancel(handle)
     }
   }
 

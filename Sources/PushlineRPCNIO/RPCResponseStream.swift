@@ -9,23 +9,23 @@ public struct RPCResponseStream<Response: WireMessage>: AsyncSequence, Sendable 
   public typealias Element = Response
 
   /// The responses in the batches the connection hands over, one per read burst.
-  @usableFromInline let raw: AsyncThrowingStream<[[UInt8]], any Error>
+  @usableFromInline let raw: AsyncThrowingStream<[ReceivedResponse], any Error>
   /// Told of each batch taken, so that the connection reads on (``StreamCredit``).
   @usableFromInline let credit: StreamCredit
 
-  init(raw: AsyncThrowingStream<[[UInt8]], any Error>, credit: StreamCredit) {
+  init(raw: AsyncThrowingStream<[ReceivedResponse], any Error>, credit: StreamCredit) {
     self.raw = raw
     self.credit = credit
   }
 
   /// Iterates the responses, decoding each as it is reached.
   public struct AsyncIterator: AsyncIteratorProtocol {
-    @usableFromInline var raw: AsyncThrowingStream<[[UInt8]], any Error>.AsyncIterator
+    @usableFromInline var raw: AsyncThrowingStream<[ReceivedResponse], any Error>.AsyncIterator
     @usableFromInline let credit: StreamCredit
-    @usableFromInline var batch: [[UInt8]] = []
+    @usableFromInline var batch: [ReceivedResponse] = []
     @usableFromInline var position = 0
 
-    @usableFromInline init(raw: AsyncThrowingStream<[[UInt8]], any Error>.AsyncIterator, credit: StreamCredit) {
+    @usableFromInline init(raw: AsyncThrowingStream<[ReceivedResponse], any Error>.AsyncIterator, credit: StreamCredit) {
       self.raw = raw
       self.credit = credit
     }
@@ -37,11 +37,11 @@ public struct RPCResponseStream<Response: WireMessage>: AsyncSequence, Sendable 
     public mutating func next() async throws -> Response? {
       while position == batch.count {
         guard let next = try await raw.next() else { return nil }
-        credit.taken(next.reduce(0) { $0 + $1.count })
+        credit.taken(next.reduce(0) { $0 + $1.bytes.count })
         (batch, position) = (next, 0)
       }
       position += 1
-      return try Response.decodingResponse(batch[position - 1])
+      return try Response.decodingResponse(batch[position - 1].message())
     }
   }
 

@@ -38,25 +38,8 @@ struct HandshakeWaitTests {
   /// `pushline ping --timeout` against a server that answered its handshake and then stalled:
   /// the PING's wait ends at its cancellation, not at the keepalive timeout.
   @Test(.timeLimit(.minutes(1))) func aPingNeverAnsweredEndsAtItsCancellation() async throws {
-    let (pinged, reportPinged) = AsyncStream<Void>.makeStream()
-    try await RawServer.run { port in
-      let keepalive = RPCClient.Keepalive(interval: .seconds(600), timeout: .seconds(600))
-      try await RPCClient.withConnection(host: "127.0.0.1", port: port, keepalive: keepalive) { connection in
-        _ = try await connection.handshake()
-        let ping = Task { try await connection.ping() }
-        var iterator = pinged.makeAsyncIterator()
-        await iterator.next()
-        ping.cancel()
-        await #expect(throws: CancellationError.self) { try await ping.value }
-      }
-    } serve: { server in
-      try await server.send(ConnectionPreface().bytes + Frame(kind: .handshake, callID: 0, payload: ServerHello(version: 1).serializedBytes()).bytes)
-      do {
-        while true {
-          if case .frame(let frame) = try await server.next(), frame.kind == .ping { reportPinged.yield() }
-        }
-      } catch {}  // until the client has gone
-    }
+    let ended = try await RawServer.cancelledWait(afterClientSends: .ping) { try await $0.ping() }
+    #expect(throws: CancellationError.self) { try ended.get() }
   }
 
   /// A server that sends no handshake within the timeout is let go: the wait fails UNAVAILABLE,

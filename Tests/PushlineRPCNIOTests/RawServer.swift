@@ -2,6 +2,10 @@ import NIOCore
 import NIOPosix
 import PushlineRPC
 @testable import PushlineRPCNIO
+import PushlineSchema
+import PushlineWire
+import Synchronization
+import Testing
 
 /// A server that speaks raw frames to one client, for tests that decide exactly when a
 /// server's handshake or answers reach the client.
@@ -22,20 +26,56 @@ struct RawServer {
         channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
       }
     let client = Task { try await connect(listener.channel.localAddress!.port!) }
+    // A test past its time limit is cancelled: so is the client under test, which may be the
+    // one waiting (on a regression), rather than leave the test to hang.
     do {
-      try await listener.executeThenClose { connections in
-        var accepted = connections.makeAsyncIterator()
-        guard let connection = try await accepted.next() else { throw RPCError(code: .internal, message: "no connection") }
-        try await connection.executeThenClose { inbound, outbound in
-          var server = RawServer(inbound: inbound.makeAsyncIterator(), outbound: outbound)
-          try await serve(&server)
+      try await withTaskCancellationHandler {
+        try await listener.executeThenClose { connections in
+          var accepted = connections.makeAsyncIterator()
+          guard let connection = try await accepted.next() else { throw RPCError(code: .internal, message: "no connection") }
+          try await connection.executeThenClose { inbound, outbound in
+            var server = RawServer(inbound: inbound.makeAsyncIterator(), outbound: outbound)
+            try await serve(&server)
+          }
         }
+      } onCancel: {
+        client.cancel()
       }
     } catch {
       client.cancel()
       throw error
     }
     try await client.value
+  }
+
+  /// Runs `wait` on a connection to a server that answers the handshake and then nothing,
+  /// cancels it once the server has read a frame of `kind` from the client, and returns how
+  /// the wait ended: what a stalled server does to a waiting caller.
+  static func cancelledWait(
+    afterClientSends kind: FrameKind, _ wait: @escaping @Sendable (RPCConnection) async throws -> Void
+  ) async throws -> Result<Void, any Error> {
+    let (seen, reportSeen) = AsyncStream<Void>.makeStream()
+    let outcome = Mutex<Result<Void, any Error>?>(nil)
+    try await run { port in
+      let keepalive = RPCClient.Keepalive(interval: .seconds(600), timeout: .seconds(600))
+      try await RPCClient.withConnection(host: "127.0.0.1", port: port, keepalive: keepalive) { connection in
+        _ = try await connection.handshake()
+        let waiting = Task { try await wait(connection) }
+        var iterator = seen.makeAsyncIterator()
+        await iterator.next()
+        waiting.cancel()
+        let result = await waiting.result
+        outcome.withLock { $0 = result }
+      }
+    } serve: { server in
+      try await server.send(ConnectionPreface().bytes + Frame(kind: .handshake, callID: 0, payload: ServerHello(version: 1).serializedBytes()).bytes)
+      do {
+        while true {
+          if case .frame(let frame) = try await server.next(), frame.kind == kind { reportSeen.yield() }
+        }
+      } catch {}  // until the client has gone
+    }
+    return try #require(outcome.withLock { $0 })
   }
 
   private init(inbound: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) {
