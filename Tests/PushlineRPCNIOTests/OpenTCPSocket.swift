@@ -37,13 +37,25 @@ struct OpenTCPSocket {
   private static func port(
     of descriptor: Int32, _ name: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32
   ) -> Int? {
-    var address = sockaddr_in()
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let result = withUnsafeMutablePointer(to: &address) { pointer in
-      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { name(descriptor, $0, &length) }
+    // Read as bytes, not through `sockaddr_in`'s fields: which C module owns that struct (the
+    // C library's, or one of NIO's that includes the same header) depends on the order a clean
+    // build loads them in, and NIO's is not a module for a test to import.
+    var address = [UInt8](repeating: 0, count: 128)  // room for any address
+    var length = socklen_t(address.count)
+    let result = address.withUnsafeMutableBytes { raw in
+      name(descriptor, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
     }
-    guard result == 0, address.sin_family == sa_family_t(AF_INET) else { return nil }
-    return Int(UInt16(bigEndian: address.sin_port))
+    guard result == 0, Self.family(of: address) == Int(AF_INET) else { return nil }
+    return Int(UInt16(address[2]) << 8 | UInt16(address[3]))  // the port, in network order
+  }
+
+  /// The address family of a socket address's bytes.
+  private static func family(of address: [UInt8]) -> Int {
+    #if canImport(Darwin)
+      Int(address[1])  // after its length byte
+    #else
+      Int(address.withUnsafeBytes { $0.load(as: UInt16.self) })  // in the host's order
+    #endif
   }
 
   private static func option(_ descriptor: Int32, _ level: Int32, _ name: Int32) -> Int32? {
