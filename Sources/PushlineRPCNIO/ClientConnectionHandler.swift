@@ -294,7 +294,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
     for action in actions {
       switch action {
       case .write(let elements):
-        for element in elements { output?.write(element) }
+        for element in elements where !isUnreadPong(element) { output?.write(element) }
       case .connectionReady(let settled):
         server = settled
         pipelineWindow?.resize(to: settled.limits.maxConcurrentCalls, send: sendRequest, halfClose: halfClose)
@@ -314,6 +314,14 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
         shutDown()
       }
     }
+  }
+
+  /// Whether `element` is a PONG the server would not read: what the client wrote before it
+  /// still waits to be sent. A server sending PINGs without reading would otherwise have the
+  /// client queue a PONG for each, without end; a server that reads gets its PONGs.
+  private func isUnreadPong(_ element: ConnectionElement) -> Bool {
+    guard case .frame(let frame) = element, frame.kind == .pong, let context else { return false }
+    return !context.channel.isWritable
   }
 
   /// The shortest keepalive interval a server may have the client keep to: one announcing less

@@ -87,6 +87,22 @@ struct MisbehavingServerTests {
     }
   }
 
+  /// A server that sends PINGs and reads nothing cannot make the client queue a PONG for each:
+  /// while the client's writes wait to be sent, it answers none; once they go, it answers again.
+  @Test func pingsFromAServerThatDoesNotReadAreNotAnswered() throws {
+    let (channel, _) = try Self.connection()
+    _ = try Self.written(channel)
+    let ping = ConnectionElement.frame(Frame(kind: .ping, callID: 0, payload: [1, 2, 3, 4, 5, 6, 7, 8]))
+    channel.isWritable = false
+    channel.pipeline.fireChannelWritabilityChanged()
+    for _ in 0..<1_000 { try channel.writeInbound(ping) }
+    #expect(try Self.written(channel).isEmpty)
+    channel.isWritable = true
+    channel.pipeline.fireChannelWritabilityChanged()
+    try channel.writeInbound(ping)
+    #expect(try Self.written(channel).map(\.kind) == [.pong])
+  }
+
   /// A server that refuses the handshake with a GOAWAY whose code is OK has still not served
   /// the calls started with it: they fail UNAVAILABLE, to be retried.
   @Test func aRefusalSayingOKIsStillARefusal() {
