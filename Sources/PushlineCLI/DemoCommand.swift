@@ -53,8 +53,11 @@ struct DemoCommand: AsyncParsableCommand {
     // join it.
     var quiet = Logger(label: "pushline.demo.broker")
     quiet.logLevel = .warning
+    let storage = try SQLiteBrokerStorage(directory: directory + "/broker", logger: quiet)
+    // Closed before its directory is removed (defers run last first): a close records the run.
+    defer { try? storage.close() }
     var host = BrokerHost(
-      storage: try SQLiteBrokerStorage(directory: directory + "/broker"),
+      storage: storage,
       configuration: BrokerConfiguration(watermarkInterval: .seconds(5), logger: quiet), secret: secret, host: "127.0.0.1", port: 0)
     host.rpcLogger = quiet
     try await host.run { running in
