@@ -49,11 +49,10 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
     /// stream's responses of the current read burst (as they came).
     var received: [ReceivedResponse] = []
 
-    /// Keeps a response; true when it is the first of the burst on a stream (to hand over at
-    /// the burst's end).
+    /// Keeps a stream's response; true when it is the first of the burst (to hand over at the
+    /// burst's end).
     mutating func receive(_ payload: ReceivedResponse) -> Bool {
       received.append(payload)
-      guard case .stream = waiter else { return false }
       return received.count == 1
     }
 
@@ -348,25 +347,30 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
       }
       response = ReceivedResponse(bytes: payload, inflatedLimit: server.limits.maxMessageSize)
     }
-    if case .stream = calls.values[index].waiter {
+    switch calls.values[index].waiter {
+    case .stream:
       // In place: no copy of the call's responses per message. Inflated by the consumer.
       if calls.changeValue(forKey: callID, { $0.receive(response) }) == true { streamsWithPending.append(callID) }
-      return
-    }
-    let message: [UInt8]
-    do throws(RPCError) {
-      message = try response.message()
-    } catch {
-      return abandon(callID, with: error)
-    }
-    switch calls.values[index].waiter {
-    case .pipeline(let waiters):
-      if waiters.answer(with: message) { pipelineWindow?.free(1, send: sendRequest, halfClose: halfClose) }
     case .unary where !calls.values[index].received.isEmpty:
       // Kept, a server's further responses would pile up until its STATUS, if ever.
       abandon(callID, with: RPCError(code: .internal, message: "a unary call answered with more than one response"))
-    case .unary, .stream:
+    case .unary:
+      guard let message = inflated(response, of: callID) else { return }
       calls.values[index].received.append(ReceivedResponse(bytes: message))
+    case .pipeline(let waiters):
+      guard let message = inflated(response, of: callID) else { return }
+      if waiters.answer(with: message) { pipelineWindow?.free(1, send: sendRequest, halfClose: halfClose) }
+    }
+  }
+
+  /// `response`'s message, inflated if it came compressed; `nil` when it does not inflate,
+  /// its call then ended (``abandon(_:with:)``).
+  private func inflated(_ response: ReceivedResponse, of callID: UInt32) -> [UInt8]? {
+    do throws(RPCError) {
+      return try response.message()
+    } catch {
+      abandon(callID, with: error)
+      return nil
     }
   }
 
